@@ -1,0 +1,52 @@
+// The storage contract. Memory, sqlite (and later PostgreSQL) implement it; test/store-contract
+// runs the same assertions against each.
+import type { StoredEvent } from '../event.ts';
+import type { Stats } from '../stats.ts';
+
+export interface EventQuery {
+  /** Owner whose events are read; reads are always scoped to one user. */
+  userId: string;
+  type?: string;
+  version?: string;
+  /** Maximum number of events, most recent first. */
+  limit: number;
+}
+
+export interface AppUser {
+  idp_user_id: string;
+  email: string;
+  display_name: string;
+  last_seen_at: string;
+}
+
+export interface UserSync {
+  idpUserId: string;
+  email: string;
+  displayName: string;
+}
+
+export interface StoreHealth {
+  storage: string;
+  eventCount: number;
+  /** Extra, store-specific figures (databasePath, sizes, retention limits). */
+  [extra: string]: unknown;
+}
+
+export interface Store {
+  /**
+   * Stores events durably before resolving. Idempotent by (user_id, id): an event already stored
+   * for the same owner is not stored again. Resolves to the events that were newly stored, in order.
+   */
+  insert(events: StoredEvent[]): Promise<StoredEvent[]>;
+  /** One user's events, most recent first, filtered by type and deployVersion. */
+  list(query: EventQuery): Promise<StoredEvent[]>;
+  /** Statistics of SPEC 2.5 over one user's events; must equal computeStats over them. */
+  stats(userId: string, now: number): Promise<Stats>;
+  /** Upserts the app user keyed by idp_user_id (SPEC 4.7) and returns the stored record. */
+  upsertUser(user: UserSync, now: number): Promise<AppUser>;
+  getUser(idpUserId: string): Promise<AppUser | null>;
+  health(): Promise<StoreHealth>;
+  /** Makes everything durable (snapshot/compaction where the store has one). */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
