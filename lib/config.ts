@@ -1,0 +1,103 @@
+// Environment → typed configuration. Every environment variable the service reads is named here.
+
+export type StorageKind = 'sqlite' | 'memory';
+
+export interface Config {
+  port: number;
+  host: string;
+  storage: StorageKind;
+  /** Absolute path of the sqlite database file. */
+  dbPath: string;
+  bufferSize: number;
+  retentionDays: number;
+  maxEvents: number;
+  defaultOwner: string | null;
+  /** SERVICE_TRUST_USER_HEADER=true: accept X-IdP-User-Id even with a provider configured. */
+  trustUserHeaderForced: boolean;
+  publishableKey: string | null;
+  issuer: string | null;
+  jwksUrl: string | null;
+  authorizedParties: string[];
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export const DEFAULT_DB_PATH = 'data/prototype_1/watchtower.sqlite';
+export const DEFAULT_RETENTION_DAYS = 90;
+export const DEFAULT_MAX_EVENTS = 1_000_000;
+
+type Env = Record<string, string | undefined>;
+
+const get = (env: Env, name: string): string | undefined => {
+  const v = env[name]?.trim();
+  return v === '' ? undefined : v;
+};
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = get(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(name, `must be an integer from ${min} to ${max} (got "${raw}")`);
+  }
+  return Number(raw);
+}
+
+function boolean(env: Env, name: string): boolean {
+  const raw = get(env, name)?.toLowerCase();
+  if (raw === undefined || raw === 'false' || raw === '0') return false;
+  if (raw === 'true' || raw === '1') return true;
+  throw new ConfigError(name, `must be true or false (got "${env[name]}")`);
+}
+
+function url(env: Env, name: string): string | undefined {
+  const raw = get(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be an absolute http(s) URL (got "${raw}")`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+    throw new ConfigError(name, `must be an absolute http(s) URL (got "${raw}")`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+/**
+ * Pure: an environment record (and the project root, for the default database path) → Config.
+ * Throws ConfigError naming the variable on the first invalid value.
+ */
+export function loadConfig(env: Env, projectRoot: string): Config {
+  const storage = (get(env, 'SERVICE_STORAGE') ?? 'sqlite').toLowerCase();
+  if (storage !== 'sqlite' && storage !== 'memory') {
+    throw new ConfigError('SERVICE_STORAGE', `must be sqlite or memory (got "${env.SERVICE_STORAGE}")`);
+  }
+  const dbPath = get(env, 'SERVICE_P1_DB');
+  if (dbPath !== undefined && !isAbsolute(dbPath)) {
+    throw new ConfigError('SERVICE_P1_DB', `must be an absolute path (got "${dbPath}")`);
+  }
+  const root = projectRoot.endsWith('/') ? projectRoot : projectRoot + '/';
+  return {
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: get(env, 'HOST') ?? '0.0.0.0',
+    storage,
+    dbPath: dbPath ?? root + DEFAULT_DB_PATH,
+    bufferSize: integer(env, 'SERVICE_BUFFER_SIZE', 10_000, 1, 10_000_000),
+    retentionDays: integer(env, 'SERVICE_RETENTION_DAYS', DEFAULT_RETENTION_DAYS, 0, 36_500),
+    maxEvents: integer(env, 'SERVICE_MAX_EVENTS', DEFAULT_MAX_EVENTS, 1, 100_000_000),
+    defaultOwner: get(env, 'DEFAULT_INGEST_OWNER_USER_ID') ?? null,
+    trustUserHeaderForced: boolean(env, 'SERVICE_TRUST_USER_HEADER'),
+    publishableKey: get(env, 'IDP_PUBLISHABLE_KEY') ?? null,
+    issuer: url(env, 'IDP_JWT_ISSUER') ?? null,
+    jwksUrl: url(env, 'IDP_JWKS_URL') ?? null,
+    authorizedParties: (get(env, 'IDP_AUTHORIZED_PARTIES') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+  };
+}
+
+const isAbsolute = (p: string) => p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p);

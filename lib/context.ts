@@ -1,0 +1,27 @@
+// What every route receives: the dependencies of one handler instance.
+import type { Authenticator } from './auth.ts';
+import type { Hub } from './hub.ts';
+import type { Store } from './store/types.ts';
+import { HttpError, unauthorized } from './http.ts';
+
+export interface Context {
+  store: Store;
+  auth: Authenticator;
+  hub: Hub;
+  now: () => number;
+  log: (msg: string) => void;
+  defaultOwner: string | null;
+  /** Absolute directory paths (with trailing slash) of the served pages and the built SDK. */
+  pagesRoot: string;
+  sdkRoot: string;
+}
+
+/** The signed-in user of a protected request (SPEC 5 rule 2), or a 401 / 503. */
+export async function requireUser(ctx: Context, request: Request): Promise<string> {
+  const identity = await ctx.auth.resolve(request);
+  if (identity.userId) return identity.userId;
+  if (identity.failure === 'unavailable') {
+    throw new HttpError(503, 'idp_unavailable', 'Identity provider keys are unavailable; try again shortly', { 'retry-after': '5' });
+  }
+  throw unauthorized();
+}

@@ -1,0 +1,86 @@
+// createHandler: the one fetch handler, `(Request) => Promise<Response>`.
+import { fileURLToPath } from 'node:url';
+import { Router } from 'itty-router';
+import { createAuthenticator, type Authenticator } from './auth.ts';
+import type { Context } from './context.ts';
+import { createHub, type Hub } from './hub.ts';
+import { CORS_HEADERS, HttpError, json, toErrorResponse } from './http.ts';
+import { ingest, listEvents } from './routes/events.ts';
+import { pages } from './routes/pages.ts';
+import { health, stats, syncUser } from './routes/read.ts';
+import { eventStream } from './routes/stream.ts';
+import type { Store } from './store/types.ts';
+
+export interface HandlerDeps {
+  store: Store;
+  /** Defaults to header-trust resolution (SPEC 5 rule 7, no provider configured). */
+  auth?: Authenticator;
+  hub?: Hub;
+  /** SPEC 4.1 owner of events sent by nobody identified (DEFAULT_INGEST_OWNER_USER_ID). */
+  defaultOwner?: string | null;
+  now?: () => number;
+  log?: (msg: string) => void;
+  /** Directory of the served pages; defaults to this package's pages/. */
+  pagesRoot?: string;
+  /** Directory of the built SDK; defaults to this package's dist/sdk/. */
+  sdkRoot?: string;
+}
+
+export type FetchHandler = ((request: Request) => Promise<Response>) & { hub: Hub };
+
+const PREFLIGHT_HEADERS = {
+  ...CORS_HEADERS,
+  'access-control-allow-methods': 'GET, POST, OPTIONS',
+  'access-control-allow-headers': 'Content-Type, Content-Encoding, Authorization, X-IdP-User-Id, Last-Event-ID',
+  'access-control-max-age': '86400',
+};
+
+const dir = (relative: string) => fileURLToPath(new URL(relative, import.meta.url));
+
+export function createHandler(deps: HandlerDeps): FetchHandler {
+  const ctx: Context = {
+    store: deps.store,
+    auth: deps.auth ?? createAuthenticator({ trustHeader: true }),
+    hub: deps.hub ?? createHub(),
+    now: deps.now ?? Date.now,
+    log: deps.log ?? ((msg) => console.error(msg)),
+    defaultOwner: deps.defaultOwner ?? null,
+    pagesRoot: withSlash(deps.pagesRoot ?? dir('../pages/')),
+    sdkRoot: withSlash(deps.sdkRoot ?? dir('../dist/sdk/')),
+  };
+
+  const api = new Map<string, string>();
+  const router = Router();
+  const route = (method: 'get' | 'post', path: string, fn: (ctx: Context, r: Request) => Promise<Response | undefined>) => {
+    api.set(path, [api.get(path), method.toUpperCase()].filter(Boolean).join(', '));
+    router[method](path, (request: Request) => fn(ctx, request));
+  };
+  route('post', '/api/events', ingest);
+  route('get', '/api/events', listEvents);
+  route('post', '/api/beacon', ingest);
+  route('get', '/api/events/stream', eventStream);
+  route('get', '/api/stats', stats);
+  route('get', '/api/health', health);
+  route('post', '/api/users/sync', syncUser);
+
+  const handler = async (request: Request): Promise<Response> => {
+    try {
+      if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
+      const response: Response | undefined = await router.fetch(request);
+      if (response) return response;
+      const path = new URL(request.url).pathname;
+      const allowed = api.get(path);
+      if (allowed) throw new HttpError(405, 'method_not_allowed', `Method ${request.method} not allowed on ${path}`, { allow: `${allowed}, OPTIONS` });
+      if (!path.startsWith('/api/') && (request.method === 'GET' || request.method === 'HEAD')) {
+        const page = await pages(ctx, request);
+        if (page) return page;
+      }
+      return json({ error: `Not found: ${path}`, code: 'not_found' }, 404);
+    } catch (err) {
+      return toErrorResponse(err, ctx.log);
+    }
+  };
+  return Object.assign(handler, { hub: ctx.hub });
+}
+
+const withSlash = (p: string) => (p.endsWith('/') ? p : p + '/');

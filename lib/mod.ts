@@ -1,0 +1,11 @@
+// Public API of the package: the handler, configuration, stores and the pure functions.
+export { createHandler, type FetchHandler, type HandlerDeps } from './handler.ts';
+export { loadConfig, ConfigError, type Config } from './config.ts';
+export { createAuthenticator, type Authenticator, type Identity } from './auth.ts';
+export { createHub, type Hub } from './hub.ts';
+export { createMemoryStore } from './store/memory.ts';
+export type { Store, EventQuery, AppUser, UserSync, StoreHealth } from './store/types.ts';
+export { normalise, uuidv7, KNOWN_EVENT_TYPES, type StoredEvent, type RawEvent } from './event.ts';
+export { validateEvents, batchItems, EventEnvelope, MAX_BATCH } from './schema.ts';
+export { resolveOwner } from './owner.ts';
+export { computeStats, percentile, type Stats, type LatencySummary } from './stats.ts';

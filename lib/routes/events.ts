@@ -1,0 +1,29 @@
+// POST /api/events, POST /api/beacon (SPEC 4.1, 4.2) and GET /api/events (SPEC 4.3).
+import { checkContentType, parseJson, readBody } from '../body.ts';
+import { normalise } from '../event.ts';
+import { json } from '../http.ts';
+import { resolveOwner } from '../owner.ts';
+import { batchItems, parseEventsQuery, validateEvents } from '../schema.ts';
+import { requireUser, type Context } from '../context.ts';
+
+export async function ingest(ctx: Context, request: Request): Promise<Response> {
+  checkContentType(request);
+  // A bad or forged token never claims ownership: the sender is then simply unidentified.
+  const { userId: authUser } = await ctx.auth.resolve(request);
+  const bytes = await readBody(request);
+  const items = batchItems(parseJson(bytes));
+  const { valid, rejected } = validateEvents(items, bytes.byteLength);
+  const now = ctx.now();
+  const events = valid.map((raw) =>
+    normalise(raw, { now, owner: resolveOwner({ authUser, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId }) }),
+  );
+  const stored = events.length ? await ctx.store.insert(events) : [];
+  ctx.hub.publish(stored);
+  return json({ accepted: events.length, rejected, events });
+}
+
+export async function listEvents(ctx: Context, request: Request): Promise<Response> {
+  const userId = await requireUser(ctx, request);
+  const query = parseEventsQuery(new URL(request.url).searchParams);
+  return json({ events: await ctx.store.list({ userId, ...query }) });
+}

@@ -1,0 +1,31 @@
+// GET /api/stats (SPEC 4.4), GET /api/health (SPEC 4.6), POST /api/users/sync (SPEC 4.7).
+import { parseJson, readBody } from '../body.ts';
+import { KNOWN_EVENT_TYPES } from '../event.ts';
+import { HttpError, json } from '../http.ts';
+import { parseUserSync } from '../schema.ts';
+import { requireUser, type Context } from '../context.ts';
+
+export async function stats(ctx: Context, request: Request): Promise<Response> {
+  const userId = await requireUser(ctx, request);
+  return json(await ctx.store.stats(userId, ctx.now()));
+}
+
+export async function health(ctx: Context): Promise<Response> {
+  const store = await ctx.store.health();
+  return json({
+    status: 'ok',
+    ...store,
+    knownEventTypes: KNOWN_EVENT_TYPES,
+    streamSubscribers: ctx.hub.size,
+    timestamp: new Date(ctx.now()).toISOString(),
+  });
+}
+
+export async function syncUser(ctx: Context, request: Request): Promise<Response> {
+  const userId = await requireUser(ctx, request);
+  const body = parseUserSync(parseJson(await readBody(request, 64 * 1024)));
+  if (body.idpUserId !== userId) {
+    throw new HttpError(403, 'forbidden', 'idpUserId must be the signed-in user');
+  }
+  return json(await ctx.store.upsertUser(body, ctx.now()));
+}

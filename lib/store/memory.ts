@@ -1,0 +1,75 @@
+// The base behaviour's store: a bounded ring buffer, lost on restart (SPEC 8).
+import type { StoredEvent } from '../event.ts';
+import { computeStats, type Stats } from '../stats.ts';
+import type { AppUser, EventQuery, Store, StoreHealth, UserSync } from './types.ts';
+
+export const DEFAULT_BUFFER_SIZE = 10_000;
+
+const key = (e: Pick<StoredEvent, 'user_id' | 'id'>) => `${e.user_id ?? ''}\u0000${e.id}`;
+
+export function createMemoryStore(options: { capacity?: number } = {}): Store {
+  const capacity = options.capacity ?? DEFAULT_BUFFER_SIZE;
+  // Oldest first; a plain array with a moving head keeps eviction O(1) amortised.
+  let buffer: StoredEvent[] = [];
+  let head = 0;
+  const ids = new Set<string>();
+  const users = new Map<string, AppUser>();
+
+  const held = () => buffer.length - head;
+  const ofUser = (userId: string) => {
+    const out: StoredEvent[] = [];
+    for (let i = head; i < buffer.length; i++) if (buffer[i].user_id === userId) out.push(buffer[i]);
+    return out;
+  };
+
+  return {
+    async insert(events) {
+      const stored: StoredEvent[] = [];
+      for (const e of events) {
+        const k = key(e);
+        if (ids.has(k)) continue;
+        ids.add(k);
+        buffer.push(e);
+        stored.push(e);
+        if (held() > capacity) ids.delete(key(buffer[head++]));
+      }
+      if (head > capacity) {
+        buffer = buffer.slice(head);
+        head = 0;
+      }
+      return stored;
+    },
+    async list(q: EventQuery) {
+      const out: StoredEvent[] = [];
+      for (let i = buffer.length - 1; i >= head && out.length < q.limit; i--) {
+        const e = buffer[i];
+        if (e.user_id !== q.userId) continue;
+        if (q.type !== undefined && e.type !== q.type) continue;
+        if (q.version !== undefined && e.deployVersion !== q.version) continue;
+        out.push(e);
+      }
+      return out;
+    },
+    async stats(userId, now): Promise<Stats> {
+      return computeStats(ofUser(userId), now);
+    },
+    async upsertUser(u: UserSync, now) {
+      const user: AppUser = {
+        idp_user_id: u.idpUserId,
+        email: u.email,
+        display_name: u.displayName,
+        last_seen_at: new Date(now).toISOString(),
+      };
+      users.set(u.idpUserId, user);
+      return user;
+    },
+    async getUser(id) {
+      return users.get(id) ?? null;
+    },
+    async health(): Promise<StoreHealth> {
+      return { storage: 'memory', eventCount: held(), capacity };
+    },
+    async flush() {},
+    async close() {},
+  };
+}

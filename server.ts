@@ -1,0 +1,83 @@
+// Entry point: environment → dependencies → serve, with Deno.serve on Deno and node:http on Node.
+import { fileURLToPath } from 'node:url';
+import { createAuthenticator } from './lib/auth.ts';
+import { ConfigError, loadConfig, type Config } from './lib/config.ts';
+import { createHandler } from './lib/handler.ts';
+import { createMemoryStore } from './lib/store/memory.ts';
+import type { Store } from './lib/store/types.ts';
+
+declare const Deno: {
+  env: { toObject(): Record<string, string> };
+  serve(options: { port: number; hostname: string; onListen?: (addr: { port: number }) => void }, handler: (r: Request) => Promise<Response>): { shutdown(): Promise<void>; finished: Promise<void> };
+  addSignalListener(signal: string, fn: () => void): void;
+  exit(code: number): never;
+} | undefined;
+
+const isDeno = typeof Deno !== 'undefined';
+const root = fileURLToPath(new URL('.', import.meta.url));
+const log = (msg: string) => console.log(`[watchtower] ${msg}`);
+
+let config: Config;
+try {
+  config = loadConfig(isDeno ? Deno!.env.toObject() : process.env, root);
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err;
+  console.error(`[watchtower] invalid configuration: ${err.message}`);
+  process.exit(1);
+}
+
+async function openStore(config: Config): Promise<Store> {
+  if (config.storage === 'memory') return createMemoryStore({ capacity: config.bufferSize });
+  const { openSqliteStore } = await import('./lib/store/sqlite.ts');
+  return openSqliteStore({ path: config.dbPath, retentionDays: config.retentionDays, maxEvents: config.maxEvents, log });
+}
+
+let store: Store;
+try {
+  store = await openStore(config);
+} catch (err) {
+  console.error(`[watchtower] cannot open storage: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+}
+
+const auth = createAuthenticator({ trustHeader: true });
+const handler = createHandler({ store, auth, defaultOwner: config.defaultOwner, log: (msg) => console.error(`[watchtower] ${msg}`) });
+
+let stopping = false;
+async function shutdown(stopServer: () => Promise<void>) {
+  if (stopping) return;
+  stopping = true;
+  log('shutting down');
+  handler.hub.close();
+  const force = setTimeout(() => {
+    console.error('[watchtower] shutdown timed out');
+    process.exit(1);
+  }, 10_000);
+  await stopServer();
+  await store.close();
+  clearTimeout(force);
+  log('stopped');
+  process.exit(0);
+}
+
+const describe = (port: number) => `listening on http://${config.host}:${port} (storage: ${config.storage}${config.storage === 'sqlite' ? ` at ${config.dbPath}` : ''})`;
+
+if (isDeno) {
+  const server = Deno!.serve({ port: config.port, hostname: config.host, onListen: ({ port }) => log(describe(port)) }, handler);
+  for (const signal of ['SIGTERM', 'SIGINT']) Deno!.addSignalListener(signal, () => shutdown(() => server.shutdown()));
+} else {
+  const { createServer } = await import('node:http');
+  const { toNodeListener } = await import('./lib/adapter/node.ts');
+  const server = createServer(toNodeListener(handler, { onError: (err) => console.error('[watchtower]', err) }));
+  server.keepAliveTimeout = 65_000;
+  server.listen(config.port, config.host, () => {
+    const address = server.address();
+    log(describe(typeof address === 'object' && address ? address.port : config.port));
+  });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    });
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => shutdown(stop));
+}
