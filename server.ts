@@ -16,6 +16,8 @@ declare const Deno: {
 const isDeno = typeof Deno !== 'undefined';
 const root = fileURLToPath(new URL('.', import.meta.url));
 const log = (msg: string) => console.log(`[watchtower] ${msg}`);
+// Deno's process.exit inside a signal listener does not set the exit code; Deno.exit does.
+const exit: (code: number) => never = (code) => (isDeno ? Deno!.exit(code) : process.exit(code));
 
 let config: Config;
 try {
@@ -23,7 +25,7 @@ try {
 } catch (err) {
   if (!(err instanceof ConfigError)) throw err;
   console.error(`[watchtower] invalid configuration: ${err.message}`);
-  process.exit(1);
+  exit(1);
 }
 
 async function openStore(config: Config): Promise<Store> {
@@ -37,7 +39,7 @@ try {
   store = await openStore(config);
 } catch (err) {
   console.error(`[watchtower] cannot open storage: ${err instanceof Error ? err.message : String(err)}`);
-  process.exit(1);
+  exit(1);
 }
 
 const auth = createAuthenticator({ trustHeader: true });
@@ -51,13 +53,13 @@ async function shutdown(stopServer: () => Promise<void>) {
   handler.hub.close();
   const force = setTimeout(() => {
     console.error('[watchtower] shutdown timed out');
-    process.exit(1);
+    exit(1);
   }, 10_000);
   await stopServer();
   await store.close();
   clearTimeout(force);
   log('stopped');
-  process.exit(0);
+  exit(0);
 }
 
 const describe = (port: number) => `listening on http://${config.host}:${port} (storage: ${config.storage}${config.storage === 'sqlite' ? ` at ${config.dbPath}` : ''})`;
@@ -74,9 +76,14 @@ if (isDeno) {
     const address = server.address();
     log(describe(typeof address === 'object' && address ? address.port : config.port));
   });
+  // In-flight requests finish; connections are closed as soon as they fall idle (streams just ended).
   const stop = () =>
     new Promise<void>((resolve) => {
-      server.close(() => resolve());
+      const idle = setInterval(() => server.closeIdleConnections(), 50);
+      server.close(() => {
+        clearInterval(idle);
+        resolve();
+      });
       server.closeIdleConnections();
     });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => shutdown(stop));

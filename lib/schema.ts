@@ -1,7 +1,7 @@
 // Envelope validation (DESIGN.md "Ingestion") and request schemas, with valibot.
 import * as v from 'valibot';
 import { HttpError } from './http.ts';
-import type { RawEvent } from './event.ts';
+import { isPlainObject, type RawEvent } from './event.ts';
 
 export const MAX_BATCH = 500;
 export const MAX_EVENT_BYTES = 64 * 1024;
@@ -32,7 +32,7 @@ export const EventEnvelope = v.looseObject({
   source: text(2048),
   message: text(8192),
   severity: text(32),
-  data: v.nullish(v.record(v.string(), v.unknown())),
+  data: v.nullish(v.custom<Record<string, unknown>>(isPlainObject, 'data must be an object')),
 });
 
 /**

@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { normalise, uuidv7 } from '../lib/event.ts';
+import { clientTimestamp, normalise, uuidv7 } from '../lib/event.ts';
 
 const now = Date.parse('2026-05-16T12:00:00.000Z');
 
@@ -14,11 +14,68 @@ test('normalise: snake_case aliases fold into both shapes', () => {
   assert.is(e.page_url, 'https://a.test/x');
   assert.is(e.user_id, 'u1');
   assert.is(e.receivedAt, '2026-05-16T12:00:00.000Z');
-  assert.is(e.timestamp, e.receivedAt);
-  assert.ok(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(e.id));
+  assert.is(e.received_at, e.receivedAt);
+  assert.is(e.timestamp, e.receivedAt, 'server time when the client sent none');
+  assert.not.ok('session_id' in { ...e, session_id: undefined } && e.session_id === undefined);
 });
 
-test('uuidv7 ids sort by time', () => {
-  assert.ok(uuidv7(1000) < uuidv7(2000));
+test('normalise: generated id is a UUIDv7; a client id is kept', () => {
+  const generated = normalise({ type: 'click' }, { now, owner: null });
+  assert.ok(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(generated.id), generated.id);
+  assert.is(normalise({ type: 'click', id: 'abc' }, { now, owner: null }).id, 'abc');
+  assert.is.not(generated.id, normalise({ type: 'click' }, { now, owner: null }).id);
 });
+
+test('normalise: camelCase wins over snake_case; appVersion and deployVersion', () => {
+  const e = normalise({ type: 'x', sessionId: 'camel', session_id: 'snake', appVersion: '2', app_version: '3' }, { now, owner: null });
+  assert.is(e.sessionId, 'camel');
+  assert.is(e.deployVersion, '2');
+  assert.is(normalise({ type: 'x', deployVersion: '1', appVersion: '2' }, { now, owner: null }).deployVersion, '1');
+});
+
+test('normalise: severity defaults to critical for errors only; explicit severity kept', () => {
+  assert.is(normalise({ type: 'error' }, { now, owner: null }).severity, 'critical');
+  assert.is(normalise({ type: 'error', severity: 'warning' }, { now, owner: null }).severity, 'warning');
+  assert.is(normalise({ type: 'click' }, { now, owner: null }).severity, null);
+});
+
+test('normalise: message and source lifted from data', () => {
+  const e = normalise({ type: 'error', data: { message: 'boom', source: 'app.js', line: 3 } }, { now, owner: null });
+  assert.is(e.message, 'boom');
+  assert.is(e.source, 'app.js');
+  assert.equal(e.data, { message: 'boom', source: 'app.js', line: 3 });
+  const top = normalise({ type: 'error', message: 'top', data: { message: 'inner' } }, { now, owner: null });
+  assert.is(top.message, 'top');
+});
+
+test('normalise: page_url from route when no url; custom fields kept', () => {
+  const e = normalise({ type: 'pageload', route: '/home', plan: 'pro' }, { now, owner: null });
+  assert.is(e.page_url, '/home');
+  assert.is(e.url, null);
+  assert.is(e.route, '/home');
+  assert.is(e.plan, 'pro');
+  assert.equal(e.data, {});
+});
+
+test('normalise: a client timestamp is kept, normalised to ISO; far future replaced', () => {
+  assert.is(normalise({ type: 'x', timestamp: '2026-05-16T11:00:00+01:00' }, { now, owner: null }).timestamp, '2026-05-16T10:00:00.000Z');
+  const future = new Date(now + 25 * 3600e3).toISOString();
+  assert.is(normalise({ type: 'x', timestamp: future }, { now, owner: null }).timestamp, new Date(now).toISOString());
+  const soon = new Date(now + 23 * 3600e3).toISOString();
+  assert.is(clientTimestamp(soon, now), soon);
+  assert.is(clientTimestamp('yesterday', now), null);
+  assert.is(clientTimestamp(42, now), null);
+});
+
+test('normalise: the owner is what the caller resolved, not the payload', () => {
+  const e = normalise({ type: 'x', userId: 'claimed', user_id: 'other' }, { now, owner: 'real' });
+  assert.is(e.user_id, 'real');
+  assert.is(e.userId, 'claimed', 'the original payload field is kept as sent');
+});
+
+test('uuidv7: ids sort by time', () => {
+  assert.ok(uuidv7(1000) < uuidv7(2000));
+  assert.is(uuidv7(0).slice(0, 13), '00000000-0000');
+});
+
 test.run();

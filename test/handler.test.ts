@@ -1,0 +1,280 @@
+// The API of SPEC 4.1–4.7 through the fetch handler, with web Requests.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { gzipSync } from 'node:zlib';
+import { app, BASE } from './helpers/app.ts';
+
+test('SPEC 4.1: POST /api/events with one event', async () => {
+  const { send } = app();
+  const res = await send('POST', '/api/events', { body: { type: 'click', userId: 'u1', data: { target: '#b' } } });
+  assert.is(res.status, 200);
+  assert.is(res.headers.get('access-control-allow-origin'), '*');
+  const body = await res.json();
+  assert.is(body.accepted, 1);
+  assert.is(body.rejected, 0);
+  assert.is(body.events.length, 1);
+  assert.is(body.events[0].type, 'click');
+  assert.is(body.events[0].user_id, 'u1');
+  assert.ok(body.events[0].receivedAt);
+});
+
+test('SPEC 4.1: a batch counts accepted and rejected', async () => {
+  const { send } = app();
+  const res = await send('POST', '/api/events', { body: { events: [{ type: 'a' }, { nope: true }, { type: 'b' }, 'x'] } });
+  assert.equal(await res.json().then((b) => [b.accepted, b.rejected, b.events.length]), [2, 2, 2]);
+});
+
+test('SPEC 7: a batch of only invalid events is still 200 with accepted 0', async () => {
+  const { send } = app();
+  const res = await send('POST', '/api/events', { body: { events: [{}, { type: '' }, null] } });
+  assert.is(res.status, 200);
+  assert.equal(await res.json(), { accepted: 0, rejected: 3, events: [] });
+});
+
+test('SPEC 7: invalid JSON is 400 {error: "Invalid JSON"}', async () => {
+  const { send } = app();
+  for (const raw of ['{bad', '', 'undefined']) {
+    const res = await send('POST', '/api/events', { raw, headers: { 'content-type': 'application/json' } });
+    assert.is(res.status, 400);
+    assert.is((await res.json()).error, 'Invalid JSON');
+  }
+});
+
+test('a body that is not an event or a batch is a 400 with a JSON error', async () => {
+  const { send } = app();
+  for (const body of [[{ type: 'x' }], 42, 'text', null, { events: {} }]) {
+    const res = await send('POST', '/api/events', { body });
+    assert.is(res.status, 400, JSON.stringify(body));
+    assert.type((await res.json()).error, 'string');
+  }
+});
+
+test('more than 500 events, or a body over 1 MiB, is a 413', async () => {
+  const { send } = app();
+  const many = await send('POST', '/api/events', { body: { events: Array.from({ length: 501 }, () => ({ type: 'x' })) } });
+  assert.is(many.status, 413);
+  const big = await send('POST', '/api/events', { raw: JSON.stringify({ type: 'x', data: { b: 'x'.repeat(1024 * 1024) } }), headers: { 'content-type': 'application/json' } });
+  assert.is(big.status, 413);
+  assert.match((await big.json()).error, /exceeds/);
+});
+
+test('SPEC 4.2: POST /api/beacon accepts text/plain bodies as sendBeacon sends them', async () => {
+  const { send, as } = app();
+  const res = await send('POST', '/api/beacon', { raw: JSON.stringify({ events: [{ type: 'pageload', userId: 'u1' }] }), headers: { 'content-type': 'text/plain;charset=UTF-8' } });
+  assert.is(res.status, 200);
+  assert.is((await res.json()).accepted, 1);
+  const list = await (await send('GET', '/api/events', { headers: as('u1') })).json();
+  assert.is(list.events.length, 1);
+});
+
+test('gzip bodies are accepted; invalid gzip is 400; other encodings 415', async () => {
+  const { send } = app();
+  const zipped = gzipSync(JSON.stringify({ events: [{ type: 'a' }, { type: 'b' }] }));
+  const ok = await send('POST', '/api/events', { raw: zipped, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+  assert.is(ok.status, 200);
+  assert.is((await ok.json()).accepted, 2);
+  const bad = await send('POST', '/api/events', { raw: 'not gzip at all', headers: { 'content-encoding': 'gzip' } });
+  assert.is(bad.status, 400);
+  const br = await send('POST', '/api/events', { raw: 'x', headers: { 'content-encoding': 'br' } });
+  assert.is(br.status, 415);
+});
+
+test('a gzip bomb is refused with 413 after decompression passes 1 MiB', async () => {
+  const { send } = app();
+  const bomb = gzipSync(Buffer.alloc(20 * 1024 * 1024, 32));
+  assert.ok(bomb.byteLength < 1024 * 1024);
+  const res = await send('POST', '/api/events', { raw: bomb, headers: { 'content-encoding': 'gzip' } });
+  assert.is(res.status, 413);
+});
+
+test('unsupported content types are 415', async () => {
+  const { send } = app();
+  const res = await send('POST', '/api/events', { raw: 'a=b', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  assert.is(res.status, 415);
+});
+
+test('SPEC 4.3: GET /api/events needs a user (401 {error:"Unauthorized"})', async () => {
+  const { send } = app();
+  const res = await send('GET', '/api/events');
+  assert.is(res.status, 401);
+  assert.equal(await res.json(), { error: 'Unauthorized', code: 'unauthorized' });
+  assert.is(res.headers.get('access-control-allow-origin'), '*');
+});
+
+test('SPEC 4.3: filters by type and version, limit, most recent first, scoped to the user', async () => {
+  const { send, as } = app();
+  const events = [];
+  for (let i = 0; i < 150; i++) events.push({ type: i % 2 ? 'error' : 'click', deployVersion: i % 3 ? '1.0' : '2.0', id: `e${i}`, userId: 'u1' });
+  events.push({ type: 'click', userId: 'u2', id: 'other' }, { type: 'click', id: 'anon' });
+  await send('POST', '/api/events', { body: { events } });
+  const all = (await (await send('GET', '/api/events', { headers: as('u1') })).json()).events;
+  assert.is(all.length, 100, 'default limit 100');
+  assert.is(all[0].id, 'e149', 'most recent first');
+  assert.ok(all.every((e: { user_id: string }) => e.user_id === 'u1'));
+  const errors = (await (await send('GET', '/api/events?type=error&version=2.0&limit=5', { headers: as('u1') })).json()).events;
+  assert.equal(errors.map((e: { id: string }) => e.id), ['e147', 'e141', 'e135', 'e129', 'e123']);
+  const other = (await (await send('GET', '/api/events', { headers: as('u2') })).json()).events;
+  assert.equal(other.map((e: { id: string }) => e.id), ['other']);
+  const bad = await send('GET', '/api/events?limit=zero', { headers: as('u1') });
+  assert.is(bad.status, 400);
+});
+
+test('SPEC 2.3: events read back carry both camelCase and column-aligned fields', async () => {
+  const { send, as } = app();
+  await send('POST', '/api/events', {
+    body: { type: 'error', session_id: 's', app_version: '3.1', page_url: 'https://x/p', data: { message: 'm', source: 'a.js', line: 1 }, userId: 'u1', appName: 'shop', plan: 'pro' },
+  });
+  const [e] = (await (await send('GET', '/api/events', { headers: as('u1') })).json()).events;
+  assert.equal(
+    [e.sessionId, e.session_id, e.deployVersion, e.app_version, e.url, e.page_url, e.severity, e.message, e.source, e.appName, e.plan, e.user_id],
+    ['s', 's', '3.1', '3.1', 'https://x/p', 'https://x/p', 'critical', 'm', 'a.js', 'shop', 'pro', 'u1'],
+  );
+  assert.ok(Date.parse(e.receivedAt) > 0);
+});
+
+test('idempotent by id: a retried event is stored once but counted as accepted', async () => {
+  const { send, as } = app();
+  const body = { events: [{ type: 'click', id: 'same', userId: 'u1' }] };
+  await send('POST', '/api/events', { body });
+  const again = await (await send('POST', '/api/events', { body })).json();
+  assert.is(again.accepted, 1);
+  const list = (await (await send('GET', '/api/events', { headers: as('u1') })).json()).events;
+  assert.is(list.length, 1);
+});
+
+test('SPEC 4.1: DEFAULT_INGEST_OWNER_USER_ID owns events sent by nobody identified', async () => {
+  const { send, as } = app({ defaultOwner: 'owner' });
+  await send('POST', '/api/events', { body: { type: 'click', userId: 'claimed' } });
+  await send('POST', '/api/events', { body: { type: 'click' }, headers: as('signed-in') });
+  assert.is((await (await send('GET', '/api/events', { headers: as('owner') })).json()).events.length, 1);
+  assert.is((await (await send('GET', '/api/events', { headers: as('signed-in') })).json()).events.length, 1);
+  assert.is((await (await send('GET', '/api/events', { headers: as('claimed') })).json()).events.length, 0);
+});
+
+test('SPEC 5 rule 8: anonymous events appear for no user', async () => {
+  const { send, as } = app();
+  await send('POST', '/api/events', { body: { type: 'click' } });
+  for (const user of ['null', 'anonymous', 'undefined']) {
+    assert.is((await (await send('GET', '/api/events', { headers: as(user) })).json()).events.length, 0, user);
+  }
+});
+
+test('SPEC 4.4: GET /api/stats needs a user and is computed over their events only', async () => {
+  const { send, as } = app();
+  assert.is((await send('GET', '/api/stats')).status, 401);
+  await send('POST', '/api/events', {
+    body: {
+      events: [
+        { type: 'error', deployVersion: '1.0', userId: 'u1', sessionId: 's1' },
+        { type: 'pageload', route: '/', data: { duration: 120, ttfb: 20 }, userId: 'u1', sessionId: 's1' },
+        { type: 'error', deployVersion: '9.9', userId: 'u2' },
+      ],
+    },
+  });
+  const s = await (await send('GET', '/api/stats', { headers: as('u1') })).json();
+  assert.is(s.totalEvents, 2);
+  assert.is(s.totalErrors, 1);
+  assert.is(s.activeUsers, 1);
+  assert.equal(s.errorsByVersion, { '1.0': 1 });
+  assert.is(s.latencyByRoute['/'].p95, 120);
+  assert.is(s.recentErrors.length, 1);
+  for (const key of ['eventsByType', 'averageLatency', 'recentActivity', 'analytics']) assert.ok(key in s, key);
+});
+
+test('SPEC 4.6: GET /api/health', async () => {
+  const { send } = app();
+  await send('POST', '/api/events', { body: { events: [{ type: 'a' }, { type: 'b' }] } });
+  const h = await (await send('GET', '/api/health')).json();
+  assert.is(h.status, 'ok');
+  assert.is(h.storage, 'memory');
+  assert.is(h.eventCount, 2);
+  assert.ok(h.knownEventTypes.includes('pageload'));
+  assert.is(h.knownEventTypes.length, 10);
+  assert.ok(Date.parse(h.timestamp) > 0);
+});
+
+test('SPEC 4.7: POST /api/users/sync upserts the signed-in user only', async () => {
+  const { send, as, store } = app();
+  const body = { idpUserId: 'u1', email: 'a@example.com', displayName: 'Ada' };
+  assert.is((await send('POST', '/api/users/sync', { body })).status, 401);
+  assert.is((await send('POST', '/api/users/sync', { body, headers: as('u2') })).status, 403);
+  const res = await send('POST', '/api/users/sync', { body, headers: as('u1') });
+  assert.is(res.status, 200);
+  const user = await res.json();
+  assert.is(user.idp_user_id, 'u1');
+  assert.is(user.email, 'a@example.com');
+  assert.is(user.display_name, 'Ada');
+  assert.ok(Date.parse(user.last_seen_at) > 0);
+  assert.equal(await store.getUser('u1'), user);
+  assert.is((await send('POST', '/api/users/sync', { body: { email: 'x' }, headers: as('u1') })).status, 400);
+});
+
+test('CORS: preflight 204 and the header on every response, errors included', async () => {
+  const { send } = app();
+  const pre = await send('OPTIONS', '/api/events', { headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST' } });
+  assert.is(pre.status, 204);
+  assert.is(pre.headers.get('access-control-allow-origin'), '*');
+  assert.match(pre.headers.get('access-control-allow-headers') ?? '', /X-IdP-User-Id/);
+  assert.match(pre.headers.get('access-control-allow-methods') ?? '', /POST/);
+  for (const [method, path] of [['GET', '/nope'], ['GET', '/api/stats'], ['DELETE', '/api/events']]) {
+    const res = await send(method, path);
+    assert.is(res.headers.get('access-control-allow-origin'), '*', `${method} ${path}`);
+  }
+});
+
+test('unknown paths are 404 JSON; wrong methods 405 with Allow', async () => {
+  const { send } = app();
+  const missing = await send('GET', '/api/nothing');
+  assert.is(missing.status, 404);
+  assert.match((await missing.json()).error, /Not found/);
+  const wrong = await send('PUT', '/api/events');
+  assert.is(wrong.status, 405);
+  assert.match(wrong.headers.get('allow') ?? '', /GET/);
+  assert.match(wrong.headers.get('allow') ?? '', /POST/);
+});
+
+test('a thrown bug is a 500 JSON body, logged, never a crash', async () => {
+  const logged: string[] = [];
+  const { send } = app({
+    log: (m) => logged.push(m),
+    store: {
+      insert: async () => {
+        throw new Error('disk on fire');
+      },
+    } as never,
+  });
+  const res = await send('POST', '/api/events', { body: { type: 'x' } });
+  assert.is(res.status, 500);
+  const body = await res.json();
+  assert.is(body.error, 'Internal Server Error');
+  assert.not.match(JSON.stringify(body), /disk on fire/);
+  assert.match(logged.join('\n'), /disk on fire/);
+});
+
+test('pages: / redirects to /landing/; /dashboard serves; traversal refused', async () => {
+  const { send } = app();
+  const root = await send('GET', '/');
+  assert.is(root.status, 302);
+  assert.is(root.headers.get('location'), '/landing/');
+  const landing = await send('GET', '/landing/');
+  assert.is(landing.status, 200);
+  assert.match(landing.headers.get('content-type') ?? '', /text\/html/);
+  const redirect = await send('GET', '/landing');
+  assert.is(redirect.status, 301);
+  assert.is(redirect.headers.get('location'), '/landing/');
+  for (const path of ['/landing/..%2f..%2fpackage.json', '/landing/%2e%2e/%2e%2e/package.json', '/sdk/..%5c..%5cpackage.json', '/landing/%00']) {
+    const res = await send('GET', path);
+    assert.ok(res.status === 400 || res.status === 404, `${path} → ${res.status}`);
+    assert.not.match(await res.text(), /"dependencies"/);
+  }
+  const etag = landing.headers.get('etag') ?? '';
+  assert.is((await send('GET', '/landing/', { headers: { 'if-none-match': etag } })).status, 304);
+});
+
+test('the handler works with any Request, including one with a full URL base', async () => {
+  const { handler } = app();
+  const res = await handler(new Request(`${BASE}/api/health`));
+  assert.is(res.status, 200);
+});
+
+test.run();

@@ -1,0 +1,84 @@
+// Starts the real server (server.ts) as a child process on 127.0.0.1, on the runtime running the tests.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+declare const Deno: { execPath(): string } | undefined;
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  /** Everything the server printed so far (stdout and stderr). */
+  output(): string;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<number | null>;
+}
+
+export function serverCommand(): [string, string[]] {
+  return typeof Deno !== 'undefined'
+    ? [Deno.execPath(), ['run', '--allow-all', '--no-prompt', 'server.ts']]
+    : [process.execPath, ['--import', 'tsx', 'server.ts']];
+}
+
+/** Starts server.ts with PORT=0 (unless given) and resolves once it listens. */
+export function startServer(env: Record<string, string> = {}, timeoutMs = 20_000): Promise<RunningServer> {
+  const [cmd, args] = serverCommand();
+  const child = spawn(cmd, args, {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', SERVICE_STORAGE: 'memory', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start in ${timeoutMs} ms:\n${out}`));
+    }, timeoutMs);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /listening on http:\/\/[\d.]+:(\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        const port = Number(m[1]);
+        resolve({
+          url: `http://127.0.0.1:${port}`,
+          port,
+          child,
+          output: () => out,
+          exited,
+          stop: (signal = 'SIGTERM') => {
+            // process.kill, not child.kill: Deno's child_process then reports a signal, not the exit code.
+            if (child.exitCode === null && child.signalCode === null) process.kill(child.pid!, signal);
+            return exited;
+          },
+        });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${out}`));
+    });
+  });
+}
+
+/** Runs server.ts to completion (for start-up failures) and returns its exit code and output. */
+export function runServerToExit(env: Record<string, string>, timeoutMs = 20_000): Promise<{ code: number | null; output: string }> {
+  const [cmd, args] = serverCommand();
+  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1', SERVICE_STORAGE: 'memory', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (c) => (output += c));
+  child.stderr!.on('data', (c) => (output += c));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}

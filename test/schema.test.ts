@@ -1,0 +1,105 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { HttpError } from '../lib/http.ts';
+import { batchItems, MAX_BATCH, MAX_EVENT_BYTES, parseEventsQuery, parseUserSync, validateEvents } from '../lib/schema.ts';
+
+const check = (item: unknown) => validateEvents([item], 10).valid.length === 1;
+
+test('envelope: type is a non-empty string of at most 64 characters', () => {
+  assert.ok(check({ type: 'click' }));
+  assert.ok(check({ type: 'my_custom_thing' }), 'the server is permissive about type values');
+  assert.not.ok(check({}));
+  assert.not.ok(check({ type: '' }));
+  assert.not.ok(check({ type: '   ' }));
+  assert.not.ok(check({ type: 42 }));
+  assert.not.ok(check({ type: 'x'.repeat(65) }));
+  assert.ok(check({ type: 'x'.repeat(64) }));
+});
+
+test('envelope: not an object is rejected', () => {
+  for (const item of [null, 1, 'click', [], true]) assert.not.ok(check(item), JSON.stringify(item));
+});
+
+test('envelope: named fields must be strings of sane length; null means absent', () => {
+  assert.ok(check({ type: 'x', sessionId: 's', session_id: null, deployVersion: '1.0', userId: 'u', appName: 'a', url: 'https://x' }));
+  assert.not.ok(check({ type: 'x', sessionId: 5 }));
+  assert.not.ok(check({ type: 'x', userId: { id: 1 } }));
+  assert.not.ok(check({ type: 'x', id: 'i'.repeat(129) }));
+  assert.not.ok(check({ type: 'x', url: 'u'.repeat(2049) }));
+  assert.not.ok(check({ type: 'x', deployVersion: 1.2 }));
+});
+
+test('envelope: timestamp must be a parseable ISO 8601 string', () => {
+  assert.ok(check({ type: 'x', timestamp: '2026-05-16T12:00:00Z' }));
+  assert.ok(check({ type: 'x', timestamp: '2026-05-16T12:00:00.123+02:00' }));
+  assert.ok(check({ type: 'x', timestamp: '2026-05-16' }));
+  assert.not.ok(check({ type: 'x', timestamp: 'yesterday' }));
+  assert.not.ok(check({ type: 'x', timestamp: '2026-13-45T99:00:00Z' }));
+  assert.not.ok(check({ type: 'x', timestamp: 1747396800000 }));
+});
+
+test('envelope: data must be an object when present', () => {
+  assert.ok(check({ type: 'x', data: { a: 1 } }));
+  assert.ok(check({ type: 'x', data: null }));
+  assert.not.ok(check({ type: 'x', data: [1, 2] }));
+  assert.not.ok(check({ type: 'x', data: 'text' }));
+});
+
+test('envelope: an event over 64 KiB is rejected', () => {
+  const big = { type: 'x', data: { blob: 'b'.repeat(MAX_EVENT_BYTES) } };
+  assert.is(validateEvents([big], MAX_EVENT_BYTES * 2).rejected, 1);
+  const fits = { type: 'x', data: { blob: 'b'.repeat(MAX_EVENT_BYTES - 100) } };
+  assert.is(validateEvents([fits], MAX_EVENT_BYTES * 2).rejected, 0);
+});
+
+test('validateEvents: counts accepted and rejected; empty batch', () => {
+  const r = validateEvents([{ type: 'a' }, { nope: 1 }, { type: 'b' }, null], 100);
+  assert.is(r.valid.length, 2);
+  assert.is(r.rejected, 2);
+  assert.equal(validateEvents([], 0), { valid: [], rejected: 0 });
+});
+
+test('batchItems: single event, batch, and bodies that are neither', () => {
+  assert.equal(batchItems({ type: 'x' }), [{ type: 'x' }]);
+  assert.equal(batchItems({ events: [{ type: 'x' }, 1] }), [{ type: 'x' }, 1]);
+  for (const body of [null, 5, 'str', [{ type: 'x' }], { events: 'nope' }]) {
+    try {
+      batchItems(body);
+      assert.unreachable();
+    } catch (err) {
+      assert.instance(err, HttpError);
+      assert.is((err as HttpError).status, 400);
+    }
+  }
+});
+
+test('batchItems: more than 500 events is a 413', () => {
+  assert.is(batchItems({ events: new Array(MAX_BATCH).fill({ type: 'x' }) }).length, MAX_BATCH);
+  try {
+    batchItems({ events: new Array(MAX_BATCH + 1).fill({ type: 'x' }) });
+    assert.unreachable();
+  } catch (err) {
+    assert.is((err as HttpError).status, 413);
+  }
+});
+
+test('events query: defaults, bounds and bad values', () => {
+  assert.equal(parseEventsQuery(new URLSearchParams('')), { limit: 100 });
+  assert.equal(parseEventsQuery(new URLSearchParams('type=error&version=1.2&limit=5')), { type: 'error', version: '1.2', limit: 5 });
+  for (const q of ['limit=0', 'limit=abc', 'limit=1001', 'limit=-3', 'limit=2.5', `type=${'t'.repeat(65)}`]) {
+    try {
+      parseEventsQuery(new URLSearchParams(q));
+      assert.unreachable(q);
+    } catch (err) {
+      assert.is((err as HttpError).status, 400, q);
+    }
+  }
+});
+
+test('users sync body', () => {
+  assert.equal(parseUserSync({ idpUserId: 'u', email: 'a@b.c', displayName: 'A' }), { idpUserId: 'u', email: 'a@b.c', displayName: 'A' });
+  assert.equal(parseUserSync({ idpUserId: 'u' }), { idpUserId: 'u', email: '', displayName: '' });
+  assert.throws(() => parseUserSync({ email: 'x' }), (e: HttpError) => e.status === 400 && e.message.includes('idpUserId'));
+});
+
+test.run();

@@ -1,0 +1,164 @@
+// The handler served for real on 127.0.0.1: the node adapter, Deno.serve, and server.ts itself.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createServer, request as httpRequest, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { toNodeListener } from '../lib/adapter/node.ts';
+import { createHandler, type FetchHandler } from '../lib/handler.ts';
+import { createMemoryStore } from '../lib/store/memory.ts';
+import { readUntil } from './helpers/app.ts';
+import { runServerToExit, startServer } from './helpers/server.ts';
+
+declare const Deno:
+  | { serve(o: { port: number; hostname: string; onListen?: () => void }, h: (r: Request) => Promise<Response>): { addr: { port: number }; shutdown(): Promise<void> } }
+  | undefined;
+
+interface Served { url: string; handler: FetchHandler; close(): Promise<void> }
+
+async function serveNode(): Promise<Served> {
+  const handler = createHandler({ store: createMemoryStore(), log: () => {} });
+  const server: Server = createServer(toNodeListener(handler));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    handler,
+    close: () => {
+      handler.hub.close();
+      server.closeAllConnections();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
+}
+
+async function serveDeno(): Promise<Served> {
+  const handler = createHandler({ store: createMemoryStore(), log: () => {} });
+  const server = Deno!.serve({ port: 0, hostname: '127.0.0.1', onListen: () => {} }, handler);
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    handler,
+    close: () => {
+      handler.hub.close();
+      return server.shutdown();
+    },
+  };
+}
+
+const servers: [string, () => Promise<Served>][] = [['node adapter', serveNode]];
+if (typeof Deno !== 'undefined') servers.push(['Deno.serve', serveDeno]);
+
+for (const [name, serve] of servers) {
+  test(`${name}: ingest, read back, stats over real HTTP`, async () => {
+    const s = await serve();
+    try {
+      const post = await fetch(`${s.url}/api/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ events: [{ type: 'pageload', route: '/', data: { duration: 80 }, userId: 'u1' }, { bad: 1 }] }),
+      });
+      assert.is(post.status, 200);
+      assert.is(post.headers.get('access-control-allow-origin'), '*');
+      const body = await post.json();
+      assert.is(body.accepted, 1);
+      assert.is(body.rejected, 1);
+      const list = await (await fetch(`${s.url}/api/events`, { headers: { 'x-idp-user-id': 'u1' } })).json();
+      assert.is(list.events.length, 1);
+      const stats = await (await fetch(`${s.url}/api/stats`, { headers: { 'x-idp-user-id': 'u1' } })).json();
+      assert.is(stats.latencyByRoute['/'].p50, 80);
+      const unauth = await fetch(`${s.url}/api/stats`);
+      assert.is(unauth.status, 401);
+      await unauth.body?.cancel();
+    } finally {
+      await s.close();
+    }
+  });
+
+  test(`${name}: SSE delivers and a client disconnect removes the subscriber`, async () => {
+    const s = await serve();
+    try {
+      const controller = new AbortController();
+      const res = await fetch(`${s.url}/api/events/stream`, { signal: controller.signal });
+      assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
+      const reader = res.body!.getReader();
+      await readUntil(reader, ': connected');
+      const post = await fetch(`${s.url}/api/events`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{"type":"click","id":"live-1"}' });
+      await post.body?.cancel();
+      assert.match(await readUntil(reader, 'live-1'), /^data: \[\{/m);
+      controller.abort();
+      await reader.cancel().catch(() => {});
+      const deadline = Date.now() + 2000;
+      while (s.handler.hub.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      assert.is(s.handler.hub.size, 0);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test(`${name}: a declared body over 1 MiB is refused with 413 before it is read`, async () => {
+    const s = await serve();
+    try {
+      const { port } = new URL(s.url);
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/api/events', headers: { 'content-type': 'application/json', 'content-length': String(50 * 1024 * 1024) } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+          req.destroy();
+        });
+        req.on('error', reject);
+        req.write('{"events":[');
+      });
+      assert.is(status, 413);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test(`${name}: a chunked body over 1 MiB is cut off with 413`, async () => {
+    const s = await serve();
+    try {
+      const { port } = new URL(s.url);
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/api/events', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+          req.destroy();
+        });
+        req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+        const chunk = ' '.repeat(64 * 1024);
+        let sent = 0;
+        // Keep sending (up to 8 MiB) until the server answers; it must not wait for the end.
+        const pump = () => {
+          while (sent < 128 && req.write(chunk)) sent++;
+          if (sent < 128 && !req.destroyed) req.once('drain', () => (sent++, pump()));
+        };
+        pump();
+      });
+      assert.is(status, 413);
+    } finally {
+      await s.close();
+    }
+  });
+}
+
+test('server.ts: PORT=abc stops at start with one line naming the variable', async () => {
+  const { code, output } = await runServerToExit({ PORT: 'abc' });
+  assert.is(code, 1);
+  assert.match(output, /PORT/);
+  assert.is(output.trim().split('\n').length, 1, output);
+});
+
+test('server.ts: serves, then SIGTERM shuts down gracefully with open streams', async () => {
+  const server = await startServer();
+  const stream = await fetch(`${server.url}/api/events/stream`);
+  const reader = stream.body!.getReader();
+  await readUntil(reader, ': connected');
+  const health = await (await fetch(`${server.url}/api/health`)).json();
+  assert.is(health.status, 'ok');
+  assert.is(health.streamSubscribers, 1);
+  const code = await server.stop('SIGTERM');
+  assert.is(code, 0, server.output());
+  assert.match(server.output(), /stopped/);
+  await reader.cancel().catch(() => {});
+});
+
+test.run();
