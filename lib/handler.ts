@@ -9,6 +9,7 @@ import { ingest, listEvents } from './routes/events.ts';
 import { pages } from './routes/pages.ts';
 import { health, stats, syncUser } from './routes/read.ts';
 import { eventStream } from './routes/stream.ts';
+import { developerStream, insights, query } from './routes/developer.ts';
 import type { Store } from './store/types.ts';
 
 export interface HandlerDeps {
@@ -62,6 +63,9 @@ export function createHandler(deps: HandlerDeps): FetchHandler {
   route('get', '/api/stats', stats);
   route('get', '/api/health', health);
   route('post', '/api/users/sync', syncUser);
+  route('get', '/api/developer/stream', developerStream);
+  route('get', '/api/developer/insights', insights);
+  route('post', '/api/developer/query', query);
 
   const handler = async (request: Request): Promise<Response> => {
     try {

@@ -13,14 +13,24 @@ export interface HubOptions {
   maxBacklogBytes?: number;
   /** At most this many open streams; past it subscribe() returns null (the route answers 503). */
   maxSubscribers?: number;
+  /** Messages kept per user for `Last-Event-ID` replay on the developer stream. */
+  historyPerUser?: number;
+  /** Users whose history is kept (the least recently active are forgotten first). */
+  historyUsers?: number;
 }
 
 export interface Subscription {
   /** The owner whose events this subscriber receives; null = only unowned events. */
   userId: string | null;
+  /** Number each message with an `id:` field (the developer stream). */
+  ids?: boolean;
+  /** Replay this user's messages numbered after this id (from the Last-Event-ID header). */
+  lastEventId?: number;
 }
 
-interface Subscriber extends Subscription {
+interface Subscriber {
+  userId: string | null;
+  ids: boolean;
   controller: ReadableStreamDefaultController<Uint8Array>;
   pending: Uint8Array[];
 }
@@ -37,6 +47,19 @@ const encoder = new TextEncoder();
 const PREAMBLE = encoder.encode('retry: 3000\n: connected\n\n');
 const KEEP_ALIVE = encoder.encode(': keep-alive\n\n');
 
+interface Frame {
+  plain: Uint8Array;
+  numbered: Uint8Array;
+}
+
+/** A broadcast kept for replay; encoded only if someone asks for it. */
+interface Past {
+  seq: number;
+  events: StoredEvent[];
+}
+
+const numbered = (seq: number, plain: Uint8Array) => concat([encoder.encode(`id: ${seq}\n`), plain]);
+
 /** One SSE message: JSON has no raw newlines, so it always fits one `data:` line. */
 export const sseData = (events: readonly StoredEvent[]): Uint8Array => encoder.encode(`data: ${JSON.stringify(events)}\n\n`);
 
@@ -45,7 +68,12 @@ export function createHub(options: HubOptions = {}): Hub {
   const coalesceMs = options.coalesceMs ?? 20;
   const maxBacklog = options.maxBacklogBytes ?? 4 * 1024 * 1024;
   const maxSubscribers = options.maxSubscribers ?? 10_000;
+  const historyPerUser = options.historyPerUser ?? 200;
+  const historyUsers = options.historyUsers ?? 10_000;
   const subscribers = new Set<Subscriber>();
+  const history = new Map<string, Past[]>();
+  // Ids start from the clock so they keep increasing across restarts of the process.
+  let seq = Date.now() * 1000;
   let keepAlive: ReturnType<typeof setInterval> | undefined;
   let flushTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -69,6 +97,16 @@ export function createHub(options: HubOptions = {}): Hub {
     }
   };
 
+  const remember = (owner: string, frame: Past) => {
+    let list = history.get(owner);
+    if (list) history.delete(owner); // re-inserted below: the Map's order is recency
+    else list = [];
+    list.push(frame);
+    if (list.length > historyPerUser) list.shift();
+    history.set(owner, list);
+    if (history.size > historyUsers) history.delete(history.keys().next().value!);
+  };
+
   const flush = () => {
     flushTimer = undefined;
     for (const s of subscribers) {
@@ -86,9 +124,13 @@ export function createHub(options: HubOptions = {}): Hub {
       return new ReadableStream<Uint8Array>(
         {
           start(controller) {
-            self = { userId: sub.userId, controller, pending: [] };
+            self = { userId: sub.userId, ids: sub.ids ?? false, controller, pending: [] };
             subscribers.add(self);
             controller.enqueue(PREAMBLE);
+            const after = sub.lastEventId;
+            if (self.ids && sub.userId !== null && after !== undefined) {
+              for (const p of history.get(sub.userId) ?? []) if (p.seq > after) controller.enqueue(numbered(p.seq, sseData(p.events)));
+            }
             keepAlive ??= unref(setInterval(() => {
               for (const s of subscribers) write(s, KEEP_ALIVE);
             }, keepAliveMs));
@@ -101,19 +143,29 @@ export function createHub(options: HubOptions = {}): Hub {
       );
     },
     publish(events) {
-      if (events.length === 0 || subscribers.size === 0) return;
-      // Encode once per owner present in the batch, never once per subscriber.
+      if (events.length === 0) return;
       const byOwner = new Map<string | null, StoredEvent[]>();
       for (const e of events) {
         const list = byOwner.get(e.user_id);
         if (list) list.push(e);
         else byOwner.set(e.user_id, [e]);
       }
-      const frames = new Map<string | null, Uint8Array>();
-      for (const [owner, list] of byOwner) frames.set(owner, sseData(list));
+      const seqs = new Map<string | null, number>();
+      for (const [owner, list] of byOwner) {
+        const id = ++seq;
+        seqs.set(owner, id);
+        if (owner !== null) remember(owner, { seq: id, events: list });
+      }
+      if (subscribers.size === 0) return;
+      // Encode once per owner present in the batch, never once per subscriber.
+      const frames = new Map<string | null, Frame>();
+      for (const [owner, list] of byOwner) {
+        const plain = sseData(list);
+        frames.set(owner, { plain, numbered: numbered(seqs.get(owner)!, plain) });
+      }
       for (const s of subscribers) {
         const frame = frames.get(s.userId);
-        if (frame) s.pending.push(frame);
+        if (frame) s.pending.push(s.ids ? frame.numbered : frame.plain);
       }
       flushTimer ??= setTimeout(flush, coalesceMs);
     },

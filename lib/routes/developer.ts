@@ -1,0 +1,36 @@
+// Developer endpoints (SPEC 4.8): signed-in only, scoped to the user like every other read.
+import { parseJson, readBody } from '../body.ts';
+import { json } from '../http.ts';
+import { computeInsights } from '../insights.ts';
+import { evaluateQuery, parseDeveloperQuery, SCAN_LIMIT } from '../query.ts';
+import { requireUser, type Context } from '../context.ts';
+import { SSE_HEADERS } from './stream.ts';
+import { HttpError } from '../http.ts';
+
+/** Insights cover this many of the user's most recent events (route latencies cover all of them). */
+export const INSIGHTS_WINDOW = 10_000;
+
+export async function developerStream(ctx: Context, request: Request): Promise<Response> {
+  const userId = await requireUser(ctx, request);
+  const last = request.headers.get('last-event-id') ?? new URL(request.url).searchParams.get('lastEventId');
+  const lastEventId = last !== null && /^\d{1,20}$/.test(last) ? Number(last) : undefined;
+  const body = ctx.hub.subscribe({ userId, ids: true, lastEventId });
+  if (!body) throw new HttpError(503, 'too_many_streams', 'Too many open streams; try again later', { 'retry-after': '10' });
+  return new Response(body, { status: 200, headers: SSE_HEADERS });
+}
+
+export async function insights(ctx: Context, request: Request): Promise<Response> {
+  const userId = await requireUser(ctx, request);
+  const [recent, stats] = await Promise.all([
+    ctx.store.list({ userId, limit: INSIGHTS_WINDOW }),
+    ctx.store.stats(userId, ctx.now()),
+  ]);
+  return json(computeInsights(recent, stats));
+}
+
+export async function query(ctx: Context, request: Request): Promise<Response> {
+  const userId = await requireUser(ctx, request);
+  const q = parseDeveloperQuery(parseJson(await readBody(request, 64 * 1024)));
+  const events = await ctx.store.list({ userId, type: q.filter.type, version: q.filter.version, limit: SCAN_LIMIT });
+  return json({ rows: evaluateQuery(events, q), scanned: events.length, truncated: events.length === SCAN_LIMIT });
+}
