@@ -14,6 +14,8 @@ export interface Context {
   /** Absolute directory paths (with trailing slash) of the served pages and the built SDK. */
   pagesRoot: string;
   sdkRoot: string;
+  /** Built page scripts and the generated client configuration. */
+  assetsRoot: string;
 }
 
 /** The signed-in user of a protected request (SPEC 5 rule 2), or a 401 / 503. */

@@ -25,6 +25,8 @@ export interface HandlerDeps {
   pagesRoot?: string;
   /** Directory of the built SDK; defaults to this package's dist/sdk/. */
   sdkRoot?: string;
+  /** Directory of the built page scripts; defaults to this package's dist/assets/. */
+  assetsRoot?: string;
 }
 
 export type FetchHandler = ((request: Request) => Promise<Response>) & { hub: Hub };
@@ -48,6 +50,7 @@ export function createHandler(deps: HandlerDeps): FetchHandler {
     defaultOwner: deps.defaultOwner ?? null,
     pagesRoot: withSlash(deps.pagesRoot ?? dir('../pages/')),
     sdkRoot: withSlash(deps.sdkRoot ?? dir('../dist/sdk/')),
+    assetsRoot: withSlash(deps.assetsRoot ?? dir('../dist/assets/')),
   };
 
   const api = new Map<string, string>();
