@@ -43,7 +43,14 @@ try {
 }
 
 const auth = createAuthenticator({ trustHeader: true });
-const handler = createHandler({ store, auth, defaultOwner: config.defaultOwner, log: (msg) => console.error(`[watchtower] ${msg}`) });
+const handler = createHandler({
+  store,
+  auth,
+  defaultOwner: config.defaultOwner,
+  rateLimit: { rate: config.rateLimit, burst: config.rateBurst },
+  trustProxy: config.trustProxy,
+  log: (msg) => console.error(`[watchtower] ${msg}`),
+});
 
 let stopping = false;
 async function shutdown(stopServer: () => Promise<void>) {

@@ -18,6 +18,10 @@ export interface Config {
   issuer: string | null;
   jwksUrl: string | null;
   authorizedParties: string[];
+  /** Ingestion requests per second per client address (0 = unlimited) and the burst allowed. */
+  rateLimit: number;
+  rateBurst: number;
+  trustProxy: boolean;
 }
 
 export class ConfigError extends Error {
@@ -97,6 +101,9 @@ export function loadConfig(env: Env, projectRoot: string): Config {
     issuer: url(env, 'IDP_JWT_ISSUER') ?? null,
     jwksUrl: url(env, 'IDP_JWKS_URL') ?? null,
     authorizedParties: (get(env, 'IDP_AUTHORIZED_PARTIES') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    rateLimit: integer(env, 'SERVICE_RATE_LIMIT', 1000, 0, 10_000_000),
+    rateBurst: integer(env, 'SERVICE_RATE_BURST', 2000, 1, 10_000_000),
+    trustProxy: boolean(env, 'SERVICE_TRUST_PROXY'),
   };
 }
 

@@ -2,6 +2,7 @@
 import type { Authenticator } from './auth.ts';
 import type { Hub } from './hub.ts';
 import type { Store } from './store/types.ts';
+import type { RateLimiter } from './ratelimit.ts';
 import { HttpError, unauthorized } from './http.ts';
 
 export interface Context {
@@ -16,6 +17,22 @@ export interface Context {
   sdkRoot: string;
   /** Built page scripts and the generated client configuration. */
   assetsRoot: string;
+  limiter: RateLimiter;
+  /** Take the client address from X-Forwarded-For (only behind a proxy you run). */
+  trustProxy: boolean;
+}
+
+/** What a server passes beside the Request (Deno.serve's ServeHandlerInfo shape). */
+export interface ServeInfo {
+  remoteAddr?: { hostname?: string };
+}
+
+export function clientAddress(ctx: Context, request: Request, info?: ServeInfo): string {
+  if (ctx.trustProxy) {
+    const forwarded = request.headers.get('x-forwarded-for');
+    if (forwarded) return forwarded.split(',')[0].trim();
+  }
+  return info?.remoteAddr?.hostname ?? 'unknown';
 }
 
 /** The signed-in user of a protected request (SPEC 5 rule 2), or a 401 / 503. */

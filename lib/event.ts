@@ -54,6 +54,12 @@ export interface NormaliseContext {
   owner: string | null;
   /** Id generator; UUIDv7 by default. */
   newId?: () => string;
+  /**
+   * Server time minus the client's clock when it sent the batch (`sentAt`), added to client
+   * timestamps so a device whose clock is off still reports when things happened (as Sentry and
+   * PostHog do). 0 when the client sent no sentAt.
+   */
+  clockOffsetMs?: number;
 }
 
 /** Pure: a validated inbound event → the stored shape. */
@@ -73,7 +79,7 @@ export function normalise(raw: RawEvent, ctx: NormaliseContext): StoredEvent {
     ...custom,
     id: first(raw.id) ?? (ctx.newId ?? uuidv7)(),
     type: raw.type,
-    timestamp: clientTimestamp(raw.timestamp, ctx.now) ?? receivedAt,
+    timestamp: clientTimestamp(raw.timestamp, ctx.now, ctx.clockOffsetMs) ?? receivedAt,
     receivedAt,
     received_at: receivedAt,
     user_id: ctx.owner,
@@ -92,10 +98,10 @@ export function normalise(raw: RawEvent, ctx: NormaliseContext): StoredEvent {
   };
 }
 
-/** A parseable client timestamp, normalised to ISO 8601; null when absent or too far ahead. */
-export function clientTimestamp(value: unknown, now: number): string | null {
+/** A parseable client timestamp, corrected and normalised to ISO 8601; null when absent or too far ahead. */
+export function clientTimestamp(value: unknown, now: number, clockOffsetMs = 0): string | null {
   if (typeof value !== 'string' || value === '') return null;
-  const t = Date.parse(value);
+  const t = Date.parse(value) + clockOffsetMs;
   if (!Number.isFinite(t) || t - now > MAX_FUTURE_SKEW_MS) return null;
   return new Date(t).toISOString();
 }

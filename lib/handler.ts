@@ -2,7 +2,8 @@
 import { fileURLToPath } from 'node:url';
 import { Router } from 'itty-router';
 import { createAuthenticator, type Authenticator } from './auth.ts';
-import type { Context } from './context.ts';
+import type { Context, ServeInfo } from './context.ts';
+import { createRateLimiter, type RateLimitOptions } from './ratelimit.ts';
 import { createHub, type Hub } from './hub.ts';
 import { CORS_HEADERS, HttpError, json, toErrorResponse } from './http.ts';
 import { ingest, listEvents } from './routes/events.ts';
@@ -27,9 +28,13 @@ export interface HandlerDeps {
   sdkRoot?: string;
   /** Directory of the built page scripts; defaults to this package's dist/assets/. */
   assetsRoot?: string;
+  /** Ingestion rate limit per client address (default 1000 requests/s, burst 2000; rate 0 = off). */
+  rateLimit?: RateLimitOptions;
+  /** Take the client address from X-Forwarded-For. */
+  trustProxy?: boolean;
 }
 
-export type FetchHandler = ((request: Request) => Promise<Response>) & { hub: Hub };
+export type FetchHandler = ((request: Request, info?: ServeInfo) => Promise<Response>) & { hub: Hub };
 
 const PREFLIGHT_HEADERS = {
   ...CORS_HEADERS,
@@ -51,13 +56,15 @@ export function createHandler(deps: HandlerDeps): FetchHandler {
     pagesRoot: withSlash(deps.pagesRoot ?? dir('../pages/')),
     sdkRoot: withSlash(deps.sdkRoot ?? dir('../dist/sdk/')),
     assetsRoot: withSlash(deps.assetsRoot ?? dir('../dist/assets/')),
+    limiter: createRateLimiter(deps.rateLimit ?? { rate: 1000, burst: 2000 }),
+    trustProxy: deps.trustProxy ?? false,
   };
 
   const api = new Map<string, string>();
   const router = Router();
-  const route = (method: 'get' | 'post', path: string, fn: (ctx: Context, r: Request) => Promise<Response | undefined>) => {
+  const route = (method: 'get' | 'post', path: string, fn: (ctx: Context, r: Request, info?: ServeInfo) => Promise<Response | undefined>) => {
     api.set(path, [api.get(path), method.toUpperCase()].filter(Boolean).join(', '));
-    router[method](path, (request: Request) => fn(ctx, request));
+    router[method](path, (request: Request, info?: ServeInfo) => fn(ctx, request, info));
   };
   route('post', '/api/events', ingest);
   route('get', '/api/events', listEvents);
@@ -70,10 +77,10 @@ export function createHandler(deps: HandlerDeps): FetchHandler {
   route('get', '/api/developer/insights', insights);
   route('post', '/api/developer/query', query);
 
-  const handler = async (request: Request): Promise<Response> => {
+  const handler = async (request: Request, info?: ServeInfo): Promise<Response> => {
     try {
       if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
-      const response: Response | undefined = await router.fetch(request);
+      const response: Response | undefined = await router.fetch(request, info);
       if (response) return response;
       const path = new URL(request.url).pathname;
       const allowed = api.get(path);

@@ -50,6 +50,14 @@ export function validateEvents(items: unknown[], bodyBytes: number): { valid: Ra
   return { valid, rejected: items.length - valid.length };
 }
 
+/** The client's clock when it sent a batch (`{ sentAt, events }`), in ms, or null. */
+export function batchSentAt(body: unknown): number | null {
+  const sentAt = (body as { sentAt?: unknown }).sentAt;
+  if (typeof sentAt !== 'string' || sentAt.length > 40 || !ISO_8601.test(sentAt)) return null;
+  const t = Date.parse(sentAt);
+  return Number.isFinite(t) ? t : null;
+}
+
 /** SPEC 4.1: the body is one event or `{ events: [...] }`. */
 export function batchItems(body: unknown): unknown[] {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {

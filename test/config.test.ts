@@ -23,13 +23,13 @@ test('every variable is read', () => {
       SERVICE_BUFFER_SIZE: '50', SERVICE_RETENTION_DAYS: '7', SERVICE_MAX_EVENTS: '1000',
       DEFAULT_INGEST_OWNER_USER_ID: 'user_1', SERVICE_TRUST_USER_HEADER: 'true',
       IDP_JWT_ISSUER: 'https://idp.example/', IDP_JWKS_URL: 'https://idp.example/keys', IDP_AUTHORIZED_PARTIES: 'a, b',
-      IDP_PUBLISHABLE_KEY: 'pk_test_x',
+      IDP_PUBLISHABLE_KEY: 'pk_test_x', SERVICE_RATE_LIMIT: '0', SERVICE_RATE_BURST: '5', SERVICE_TRUST_PROXY: 'true',
     },
     root,
   );
   assert.equal(
-    [c.port, c.host, c.storage, c.dbPath, c.bufferSize, c.retentionDays, c.maxEvents, c.defaultOwner, c.trustUserHeaderForced, c.issuer, c.jwksUrl, c.authorizedParties, c.publishableKey],
-    [8080, '127.0.0.1', 'memory', '/var/lib/wt.sqlite', 50, 7, 1000, 'user_1', true, 'https://idp.example', 'https://idp.example/keys', ['a', 'b'], 'pk_test_x'],
+    [c.port, c.host, c.storage, c.dbPath, c.bufferSize, c.retentionDays, c.maxEvents, c.defaultOwner, c.trustUserHeaderForced, c.issuer, c.jwksUrl, c.authorizedParties, c.publishableKey, c.rateLimit, c.rateBurst, c.trustProxy],
+    [8080, '127.0.0.1', 'memory', '/var/lib/wt.sqlite', 50, 7, 1000, 'user_1', true, 'https://idp.example', 'https://idp.example/keys', ['a', 'b'], 'pk_test_x', 0, 5, true],
   );
 });
 
@@ -56,6 +56,7 @@ test('invalid values name their variable', () => {
   rejects({ SERVICE_TRUST_USER_HEADER: 'yes please' }, 'SERVICE_TRUST_USER_HEADER');
   rejects({ IDP_JWT_ISSUER: 'not a url' }, 'IDP_JWT_ISSUER');
   rejects({ IDP_JWKS_URL: 'ftp://x' }, 'IDP_JWKS_URL');
+  rejects({ SERVICE_RATE_LIMIT: 'fast' }, 'SERVICE_RATE_LIMIT');
 });
 
 test('empty values count as unset', () => {

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { FAST_BODY } from '../body.ts';
 import { HttpError, rawBodies } from '../http.ts';
 
-type FetchLike = (request: Request) => Promise<Response>;
+type FetchLike = (request: Request, info?: { remoteAddr: { hostname?: string } }) => Promise<Response>;
 
 const INCOMING = Symbol('incoming');
 const OUTGOING = Symbol('outgoing');
@@ -162,7 +162,7 @@ export function toNodeListener(fetch: FetchLike, options: { origin?: string; onE
   const onError = options.onError ?? ((err) => console.error(err));
   return (incoming: IncomingMessage, outgoing: ServerResponse) => {
     const origin = options.origin ?? `http://${incoming.headers.host ?? 'localhost'}`;
-    fetch(toRequest(incoming, outgoing, origin))
+    fetch(toRequest(incoming, outgoing, origin), { remoteAddr: { hostname: incoming.socket.remoteAddress } })
       .then((response) => writeResponse(response, outgoing))
       .catch((err) => {
         onError(err);

@@ -3,19 +3,25 @@ import { checkContentType, parseJson, readBody } from '../body.ts';
 import { normalise } from '../event.ts';
 import { json } from '../http.ts';
 import { resolveOwner } from '../owner.ts';
-import { batchItems, parseEventsQuery, validateEvents } from '../schema.ts';
-import { requireUser, type Context } from '../context.ts';
+import { batchItems, batchSentAt, parseEventsQuery, validateEvents } from '../schema.ts';
+import { clientAddress, requireUser, type Context, type ServeInfo } from '../context.ts';
+import { HttpError } from '../http.ts';
 
-export async function ingest(ctx: Context, request: Request): Promise<Response> {
+export async function ingest(ctx: Context, request: Request, info?: ServeInfo): Promise<Response> {
+  const wait = ctx.limiter.take(clientAddress(ctx, request, info), ctx.now());
+  if (wait) throw new HttpError(429, 'rate_limited', 'Too many requests; retry later', { 'retry-after': String(wait) });
   checkContentType(request);
   // A bad or forged token never claims ownership: the sender is then simply unidentified.
   const { userId: authUser } = await ctx.auth.resolve(request);
   const bytes = await readBody(request);
-  const items = batchItems(parseJson(bytes));
+  const body = parseJson(bytes);
+  const items = batchItems(body);
   const { valid, rejected } = validateEvents(items, bytes.byteLength);
   const now = ctx.now();
+  const sentAt = items.length && items[0] !== body ? batchSentAt(body) : null;
+  const clockOffsetMs = sentAt === null ? 0 : now - sentAt;
   const events = valid.map((raw) =>
-    normalise(raw, { now, owner: resolveOwner({ authUser, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId }) }),
+    normalise(raw, { now, clockOffsetMs, owner: resolveOwner({ authUser, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId }) }),
   );
   const stored = events.length ? await ctx.store.insert(events) : [];
   ctx.hub.publish(stored);
