@@ -25,6 +25,8 @@ export interface Context {
 /** What a server passes beside the Request (Deno.serve's ServeHandlerInfo shape). */
 export interface ServeInfo {
   remoteAddr?: { hostname?: string };
+  /** The server writes rawResponses itself, so lightweight Responses may be returned as they are. */
+  rawResponses?: boolean;
 }
 
 export function clientAddress(ctx: Context, request: Request, info?: ServeInfo): string {

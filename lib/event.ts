@@ -44,8 +44,12 @@ const first = (...values: unknown[]): string | null => {
   return null;
 };
 
-// snake_case aliases are folded into their camelCase names and not repeated in the stored object.
-const ALIASES = ['session_id', 'app_version', 'appVersion', 'page_url', 'pageUrl', 'user_id'];
+// Fields normalise() maps to the stored shape; any other field of the payload is kept as sent.
+// (`userId` is kept as sent too: the owner is `user_id`, which only the server sets.)
+const MAPPED = new Set([
+  'id', 'type', 'timestamp', 'sessionId', 'session_id', 'deployVersion', 'appVersion', 'app_version',
+  'appName', 'app_name', 'url', 'pageUrl', 'page_url', 'route', 'source', 'message', 'severity', 'data', 'user_id',
+]);
 
 export interface NormaliseContext {
   /** Server time in ms since the epoch. */
@@ -60,23 +64,18 @@ export interface NormaliseContext {
    * PostHog do). 0 when the client sent no sentAt.
    */
   clockOffsetMs?: number;
+  /** `now` as ISO 8601, when the caller already has it (one per batch, not one per event). */
+  receivedAt?: string;
 }
 
 /** Pure: a validated inbound event → the stored shape. */
 export function normalise(raw: RawEvent, ctx: NormaliseContext): StoredEvent {
   const data = isPlainObject(raw.data) ? (raw.data as Record<string, unknown>) : {};
-  const receivedAt = new Date(ctx.now).toISOString();
-  const custom: Record<string, unknown> = {};
-  for (const key of Object.keys(raw)) if (!ALIASES.includes(key)) custom[key] = raw[key];
-
+  const receivedAt = ctx.receivedAt ?? new Date(ctx.now).toISOString();
   const sessionId = first(raw.sessionId, raw.session_id);
   const deployVersion = first(raw.deployVersion, raw.appVersion, raw.app_version);
-  const url = first(raw.url, raw.pageUrl, raw.page_url);
-  const route = str(raw.route);
-  const severity = first(raw.severity) ?? (raw.type === 'error' ? 'critical' : null);
-
-  return {
-    ...custom,
+  // A fixed literal first, custom fields after: every stored event shares one object shape.
+  const event: StoredEvent = {
     id: first(raw.id) ?? (ctx.newId ?? uuidv7)(),
     type: raw.type,
     timestamp: clientTimestamp(raw.timestamp, ctx.now, ctx.clockOffsetMs) ?? receivedAt,
@@ -88,21 +87,27 @@ export function normalise(raw: RawEvent, ctx: NormaliseContext): StoredEvent {
     deployVersion,
     app_version: deployVersion,
     appName: first(raw.appName, raw.app_name),
-    url,
+    url: first(raw.url, raw.pageUrl, raw.page_url),
     page_url: first(raw.pageUrl, raw.page_url, raw.url, raw.route),
-    route,
+    route: str(raw.route),
     source: first(raw.source, data.source),
     message: first(raw.message, data.message),
-    severity,
+    severity: first(raw.severity) ?? (raw.type === 'error' ? 'critical' : null),
     data,
   };
+  for (const key in raw) if (!MAPPED.has(key) && Object.hasOwn(raw, key)) event[key] = raw[key];
+  return event;
 }
+
+const CANONICAL = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 /** A parseable client timestamp, corrected and normalised to ISO 8601; null when absent or too far ahead. */
 export function clientTimestamp(value: unknown, now: number, clockOffsetMs = 0): string | null {
   if (typeof value !== 'string' || value === '') return null;
   const t = Date.parse(value) + clockOffsetMs;
   if (!Number.isFinite(t) || t - now > MAX_FUTURE_SKEW_MS) return null;
+  // Already canonical (what SDKs send): keep the string instead of formatting it again.
+  if (clockOffsetMs === 0 && CANONICAL.test(value)) return value;
   return new Date(t).toISOString();
 }
 
@@ -111,20 +116,18 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * UUIDv7 (RFC 9562): 48-bit ms timestamp + random bits. Time-ordered ids keep inserts into an
- * indexed B-tree local, which measured 2–3× faster than random v4 ids.
+ * UUIDv7 (RFC 9562): 48-bit ms timestamp, version 7, 74 random bits. Time-ordered ids keep inserts
+ * into an indexed B-tree local, which measured 2–3× faster than random v4 ids. The random part is
+ * taken from randomUUID (a v4: same variant bits, and ~5× faster than getRandomValues per id on Node).
  */
 export function uuidv7(now = Date.now()): string {
-  const b = new Uint8Array(16);
-  crypto.getRandomValues(b);
-  let t = now;
-  for (let i = 5; i >= 0; i--) {
-    b[i] = t % 256;
-    t = Math.floor(t / 256);
+  // Formatting a 48-bit number in hex is slow in V8 (not a small integer); reuse it within a ms.
+  if (now !== lastMs) {
+    const ms = now.toString(16).padStart(12, '0');
+    lastMs = now;
+    lastPrefix = `${ms.slice(0, 8)}-${ms.slice(8, 12)}-7`;
   }
-  b[6] = (b[6] & 0x0f) | 0x70;
-  b[8] = (b[8] & 0x3f) | 0x80;
-  let h = '';
-  for (let i = 0; i < 16; i++) h += (b[i] < 16 ? '0' : '') + b[i].toString(16);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  return lastPrefix + crypto.randomUUID().slice(15);
 }
+let lastMs = -1;
+let lastPrefix = '';

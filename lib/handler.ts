@@ -5,7 +5,7 @@ import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { Context, ServeInfo } from './context.ts';
 import { createRateLimiter, type RateLimitOptions } from './ratelimit.ts';
 import { createHub, type Hub } from './hub.ts';
-import { CORS_HEADERS, HttpError, json, toErrorResponse } from './http.ts';
+import { CORS_HEADERS, HttpError, json, toErrorResponse, toWebResponse } from './http.ts';
 import { ingest, listEvents } from './routes/events.ts';
 import { pages } from './routes/pages.ts';
 import { health, stats, syncUser } from './routes/read.ts';
@@ -77,7 +77,7 @@ export function createHandler(deps: HandlerDeps): FetchHandler {
   route('get', '/api/developer/insights', insights);
   route('post', '/api/developer/query', query);
 
-  const handler = async (request: Request, info?: ServeInfo): Promise<Response> => {
+  const handle = async (request: Request, info?: ServeInfo): Promise<Response> => {
     try {
       if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
       const response: Response | undefined = await router.fetch(request, info);
@@ -93,6 +93,10 @@ export function createHandler(deps: HandlerDeps): FetchHandler {
     } catch (err) {
       return toErrorResponse(err, ctx.log);
     }
+  };
+  const handler = async (request: Request, info?: ServeInfo): Promise<Response> => {
+    const response = await handle(request, info);
+    return info?.rawResponses ? response : toWebResponse(response);
   };
   return Object.assign(handler, { hub: ctx.hub });
 }

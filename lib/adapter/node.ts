@@ -4,9 +4,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { FAST_BODY } from '../body.ts';
-import { HttpError, rawBodies } from '../http.ts';
+import { HttpError, rawResponses } from '../http.ts';
 
-type FetchLike = (request: Request, info?: { remoteAddr: { hostname?: string } }) => Promise<Response>;
+type FetchLike = (request: Request, info?: { remoteAddr: { hostname?: string }; rawResponses?: boolean }) => Promise<Response>;
 
 const INCOMING = Symbol('incoming');
 const OUTGOING = Symbol('outgoing');
@@ -103,22 +103,21 @@ export function toRequest(incoming: IncomingMessage, outgoing: ServerResponse, o
 }
 
 export async function writeResponse(response: Response, outgoing: ServerResponse): Promise<void> {
+  const raw = rawResponses.get(response);
+  if (raw !== undefined) {
+    const headers: Record<string, string> = { ...raw.headers, 'content-length': String(Buffer.byteLength(raw.body)) };
+    // An oversized body was left unread: close the connection rather than drain it.
+    if (raw.status === 413) headers.connection = 'close';
+    outgoing.writeHead(raw.status, headers);
+    outgoing.end(raw.body);
+    return;
+  }
   const headers: Record<string, string | string[]> = {};
   response.headers.forEach((value, key) => {
     if (key !== 'set-cookie') headers[key] = value;
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length) headers['set-cookie'] = cookies;
-  // An oversized body was left unread: close the connection rather than drain it.
-  if (response.status === 413) headers.connection = 'close';
-
-  const raw = rawBodies.get(response);
-  if (raw !== undefined) {
-    headers['content-length'] = String(Buffer.byteLength(raw));
-    outgoing.writeHead(response.status, headers);
-    outgoing.end(raw);
-    return;
-  }
   if (!response.body) {
     outgoing.writeHead(response.status, headers);
     outgoing.end();
@@ -162,7 +161,7 @@ export function toNodeListener(fetch: FetchLike, options: { origin?: string; onE
   const onError = options.onError ?? ((err) => console.error(err));
   return (incoming: IncomingMessage, outgoing: ServerResponse) => {
     const origin = options.origin ?? `http://${incoming.headers.host ?? 'localhost'}`;
-    fetch(toRequest(incoming, outgoing, origin), { remoteAddr: { hostname: incoming.socket.remoteAddress } })
+    fetch(toRequest(incoming, outgoing, origin), { remoteAddr: { hostname: incoming.socket.remoteAddress }, rawResponses: true })
       .then((response) => writeResponse(response, outgoing))
       .catch((err) => {
         onError(err);

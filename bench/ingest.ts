@@ -1,0 +1,98 @@
+// Ingest throughput and latency against a bare server that only parses the same JSON, same run.
+// BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_RUNTIMES (node,deno), BENCH_STORES (memory,sqlite)
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { DENO, machine, median, spread, start, wrk, writeSection, type Child, type WrkResult } from './lib.ts';
+
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const runtimes = (process.env.BENCH_RUNTIMES ?? 'node,deno').split(',');
+const stores = (process.env.BENCH_STORES ?? 'memory,sqlite').split(',');
+const tmp = mkdtempSync(tmpdir() + '/watchtower-bench-');
+
+const event = (i: number) => ({
+  type: ['pageload', 'click', 'error', 'custom'][i % 4],
+  timestamp: new Date().toISOString(),
+  sessionId: `session-${i % 7}`,
+  deployVersion: '1.4.2',
+  appName: 'shop',
+  url: `https://shop.example/products/${i}`,
+  route: '/products/:id',
+  data: i % 4 === 0 ? { duration: 420 + i, ttfb: 80, domContentLoaded: 300, loadComplete: 410, transferSize: 18000 } : { target: 'button#buy', text: 'Buy now' },
+});
+const payloads = {
+  single: JSON.stringify(event(0)),
+  batch20: JSON.stringify({ events: Array.from({ length: 20 }, (_, i) => event(i)) }),
+};
+const eventsPer = { single: 1, batch20: 20 } as const;
+
+interface Target { name: string; baseline: boolean; launch(): Promise<Child> }
+const targets = (runtime: string): Target[] => {
+  const server = (env: Record<string, string>) =>
+    runtime === 'node'
+      ? start(process.execPath, ['--import', 'tsx', 'server.ts'], env)
+      : start(DENO, ['run', '--allow-all', 'server.ts'], env);
+  const list: Target[] = [
+    {
+      name: 'baseline',
+      baseline: true,
+      launch: () => (runtime === 'node' ? start(process.execPath, ['bench/baseline-node.mjs']) : start(DENO, ['run', '--allow-all', 'bench/baseline-deno.ts'])),
+    },
+  ];
+  for (const store of stores) {
+    list.push({
+      name: `watchtower ${store}`,
+      baseline: false,
+      launch: () => server({ SERVICE_STORAGE: store, SERVICE_RATE_LIMIT: '0', SERVICE_P1_DB: `${tmp}/${runtime}-${store}-${Date.now()}.sqlite` }),
+    });
+  }
+  return list;
+};
+
+const rows: string[] = [];
+try {
+  for (const runtime of runtimes) {
+    for (const [payload, body] of Object.entries(payloads) as [keyof typeof payloads, string][]) {
+      const bodyFile = `${tmp}/${payload}.json`;
+      writeFileSync(bodyFile, body);
+      const results = new Map<string, WrkResult[]>();
+      for (let round = 0; round < rounds; round++) {
+        // Targets alternate within a round, so drift on this shared machine hits all of them alike.
+        for (const target of targets(runtime)) {
+          const server = await target.launch();
+          try {
+            wrk(server.url, { connections, seconds: 2, bodyFile, path: '/api/events' }); // warm-up (JIT)
+            const r = wrk(server.url, { connections, seconds, bodyFile, path: '/api/events' });
+            results.set(target.name, [...(results.get(target.name) ?? []), r]);
+            console.log(`${runtime} ${payload} ${target.name} round ${round + 1}: ${r.rps.toFixed(0)} req/s p50 ${r.p50} ms p99 ${r.p99} ms errors ${r.errors}`);
+          } finally {
+            await server.stop();
+          }
+        }
+      }
+      const base = median(results.get('baseline')!.map((r) => r.rps));
+      for (const [name, rs] of results) {
+        const rps = rs.map((r) => r.rps);
+        const ratio = median(rps) / base;
+        rows.push(
+          `| ${runtime} | ${payload} | ${name} | ${spread(rps.map((x) => x * eventsPer[payload]))} | ${spread(rps)} | ${spread(rs.map((r) => r.p50), 2)} | ${spread(rs.map((r) => r.p99), 2)} | ${rs.reduce((a, r) => a + r.errors, 0)} | ${name === 'baseline' ? '1.00×' : ratio.toFixed(2) + '×'} |`,
+        );
+      }
+    }
+  }
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+writeSection(
+  'ingest',
+  `## Ingest throughput
+
+\`npm run bench:ingest\` — wrk (1 thread, ${connections} connections, keep-alive) from a separate process, ${seconds} s per round after a 2 s warm-up, ${rounds} rounds, each server started fresh; rate limiting off. Baseline: a bare server on the same runtime that reads the body, \`JSON.parse\`s it and answers \`{accepted, rejected}\`. Target: ≥ 0.60× the baseline. ${machine()}.
+
+| runtime | payload | server | events/s | requests/s | p50 ms | p99 ms | errors | vs baseline |
+|---|---|---|---|---|---|---|---|---|
+${rows.join('\n')}`,
+);
+console.log(rows.join('\n'));
