@@ -1,6 +1,6 @@
 // Environment → typed configuration. Every environment variable the service reads is named here.
 
-export type StorageKind = 'sqlite' | 'memory';
+export type StorageKind = 'sqlite' | 'memory' | 'postgres';
 
 export interface Config {
   port: number;
@@ -8,6 +8,8 @@ export interface Config {
   storage: StorageKind;
   /** Absolute path of the sqlite database file. */
   dbPath: string;
+  /** PostgreSQL connection URL (SERVICE_STORAGE=postgres). */
+  databaseUrl: string | null;
   bufferSize: number;
   retentionDays: number;
   maxEvents: number;
@@ -79,8 +81,15 @@ function url(env: Env, name: string): string | undefined {
  */
 export function loadConfig(env: Env, projectRoot: string): Config {
   const storage = (get(env, 'SERVICE_STORAGE') ?? 'sqlite').toLowerCase();
-  if (storage !== 'sqlite' && storage !== 'memory') {
-    throw new ConfigError('SERVICE_STORAGE', `must be sqlite or memory (got "${env.SERVICE_STORAGE}")`);
+  if (storage !== 'sqlite' && storage !== 'memory' && storage !== 'postgres') {
+    throw new ConfigError('SERVICE_STORAGE', `must be sqlite, memory or postgres (got "${env.SERVICE_STORAGE}")`);
+  }
+  const databaseUrl = get(env, 'DATABASE_URL') ?? null;
+  if (storage === 'postgres' && !databaseUrl) {
+    throw new ConfigError('DATABASE_URL', 'is required when SERVICE_STORAGE=postgres (postgres://user@host:5432/db)');
+  }
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must be a postgres:// URL');
   }
   const dbPath = get(env, 'SERVICE_P1_DB');
   if (dbPath !== undefined && !isAbsolute(dbPath)) {
@@ -92,6 +101,7 @@ export function loadConfig(env: Env, projectRoot: string): Config {
     host: get(env, 'HOST') ?? '0.0.0.0',
     storage,
     dbPath: dbPath ?? root + DEFAULT_DB_PATH,
+    databaseUrl,
     bufferSize: integer(env, 'SERVICE_BUFFER_SIZE', 10_000, 1, 10_000_000),
     retentionDays: integer(env, 'SERVICE_RETENTION_DAYS', DEFAULT_RETENTION_DAYS, 0, 36_500),
     maxEvents: integer(env, 'SERVICE_MAX_EVENTS', DEFAULT_MAX_EVENTS, 1, 100_000_000),

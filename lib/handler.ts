@@ -60,6 +60,8 @@ export function createHandler(deps: HandlerDeps): FetchHandler {
     trustProxy: deps.trustProxy ?? false,
   };
 
+  deps.store.watch?.((events) => ctx.hub.publish(events));
+
   const api = new Map<string, string>();
   const router = Router();
   const route = (method: 'get' | 'post', path: string, fn: (ctx: Context, r: Request, info?: ServeInfo) => Promise<Response | undefined>) => {

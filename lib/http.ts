@@ -69,6 +69,10 @@ export function toWebResponse(response: Response): Response {
 
 export function toErrorResponse(err: unknown, log: (msg: string) => void): Response {
   if (err instanceof HttpError) return json({ error: err.message, code: err.code }, err.status, err.headers);
+  if (err instanceof Error && err.name === 'StoreUnavailableError') {
+    log(`storage unavailable: ${err.message}`);
+    return json({ error: err.message, code: 'storage_unavailable' }, 503, { 'retry-after': '2' });
+  }
   // A bug: log it with its stack, answer without one.
   log(`internal error: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
   return json({ error: 'Internal Server Error', code: 'internal' }, 500);

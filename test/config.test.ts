@@ -57,6 +57,9 @@ test('invalid values name their variable', () => {
   rejects({ IDP_JWT_ISSUER: 'not a url' }, 'IDP_JWT_ISSUER');
   rejects({ IDP_JWKS_URL: 'ftp://x' }, 'IDP_JWKS_URL');
   rejects({ SERVICE_RATE_LIMIT: 'fast' }, 'SERVICE_RATE_LIMIT');
+  rejects({ SERVICE_STORAGE: 'postgres' }, 'DATABASE_URL');
+  rejects({ SERVICE_STORAGE: 'postgres', DATABASE_URL: 'mysql://x' }, 'DATABASE_URL');
+  assert.is(loadConfig({ SERVICE_STORAGE: 'postgres', DATABASE_URL: 'postgres://u@127.0.0.1/db' }, root).databaseUrl, 'postgres://u@127.0.0.1/db');
 });
 
 test('empty values count as unset', () => {

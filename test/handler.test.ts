@@ -251,6 +251,17 @@ test('a thrown bug is a 500 JSON body, logged, never a crash', async () => {
   assert.match(logged.join('\n'), /disk on fire/);
 });
 
+test('a store that lost its database answers 503 with Retry-After, not 500', async () => {
+  const { StoreUnavailableError } = await import('../lib/store/types.ts');
+  const { send, as } = app({
+    store: { list: async () => { throw new StoreUnavailableError('database connection lost'); } } as never,
+  });
+  const res = await send('GET', '/api/events', { headers: as('u1') });
+  assert.is(res.status, 503);
+  assert.ok(res.headers.get('retry-after'));
+  assert.is((await res.json()).code, 'storage_unavailable');
+});
+
 test('pages: / redirects to /landing/; /dashboard serves; traversal refused', async () => {
   const { send } = app();
   const root = await send('GET', '/');

@@ -32,6 +32,14 @@ export interface StoreHealth {
   [extra: string]: unknown;
 }
 
+/** The store cannot serve right now (database connection lost); requests answer 503, never 500. */
+export class StoreUnavailableError extends Error {
+  constructor(message = 'Storage is unavailable; try again shortly', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
 export interface Store {
   /**
    * Stores events durably before resolving. Idempotent by (user_id, id): an event already stored
@@ -46,6 +54,11 @@ export interface Store {
   upsertUser(user: UserSync, now: number): Promise<AppUser>;
   getUser(idpUserId: string): Promise<AppUser | null>;
   health(): Promise<StoreHealth>;
+  /**
+   * Stores shared by several instances (PostgreSQL) call the listener with events other instances
+   * stored, so live streams see them; the handler publishes them to its own subscribers.
+   */
+  watch?(listener: (events: StoredEvent[]) => void): void;
   /** Makes everything durable (snapshot/compaction where the store has one). */
   flush(): Promise<void>;
   close(): Promise<void>;
