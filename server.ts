@@ -46,7 +46,12 @@ try {
   exit(1);
 }
 
-const auth = createAuthenticator({ trustHeader: true });
+const auth = createAuthenticator({
+  trustHeader: config.trustHeader,
+  issuer: config.issuer,
+  jwksUrl: config.jwksUrl,
+  authorizedParties: config.authorizedParties,
+});
 const handler = createHandler({
   store,
   auth,
@@ -73,7 +78,9 @@ async function shutdown(stopServer: () => Promise<void>) {
   exit(0);
 }
 
-const describe = (port: number) => `listening on http://${config.host}:${port} (storage: ${config.storage}${config.storage === 'sqlite' ? ` at ${config.dbPath}` : ''})`;
+const describe = (port: number) =>
+  `listening on http://${config.host}:${port} (storage: ${config.storage}${config.storage === 'sqlite' ? ` at ${config.dbPath}` : ''}; ` +
+  `identity: ${config.issuer ? `tokens from ${config.issuer}${config.trustHeader ? ' + trusted header' : ''}` : 'development header X-IdP-User-Id, never expose this to the internet'})`;
 
 if (isDeno) {
   const server = Deno!.serve({ port: config.port, hostname: config.host, onListen: ({ port }) => log(describe(port)) }, handler);

@@ -16,6 +16,8 @@ export interface Config {
   defaultOwner: string | null;
   /** SERVICE_TRUST_USER_HEADER=true: accept X-IdP-User-Id even with a provider configured. */
   trustUserHeaderForced: boolean;
+  /** X-IdP-User-Id is believed: no provider configured (SPEC 5 rule 7), or forced. */
+  trustHeader: boolean;
   publishableKey: string | null;
   issuer: string | null;
   jwksUrl: string | null;
@@ -75,6 +77,8 @@ function url(env: Env, name: string): string | undefined {
   return raw.replace(/\/+$/, '');
 }
 
+import { issuerFromPublishableKey } from './auth.ts';
+
 /**
  * Pure: an environment record (and the project root, for the default database path) → Config.
  * Throws ConfigError naming the variable on the first invalid value.
@@ -96,6 +100,16 @@ export function loadConfig(env: Env, projectRoot: string): Config {
     throw new ConfigError('SERVICE_P1_DB', `must be an absolute path (got "${dbPath}")`);
   }
   const root = projectRoot.endsWith('/') ? projectRoot : projectRoot + '/';
+  const publishableKey = get(env, 'IDP_PUBLISHABLE_KEY') ?? null;
+  let issuer = url(env, 'IDP_JWT_ISSUER') ?? null;
+  if (publishableKey !== null) {
+    try {
+      const derived = issuerFromPublishableKey(publishableKey);
+      issuer ??= derived;
+    } catch (err) {
+      throw new ConfigError('IDP_PUBLISHABLE_KEY', (err as Error).message);
+    }
+  }
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: get(env, 'HOST') ?? '0.0.0.0',
@@ -107,8 +121,9 @@ export function loadConfig(env: Env, projectRoot: string): Config {
     maxEvents: integer(env, 'SERVICE_MAX_EVENTS', DEFAULT_MAX_EVENTS, 1, 100_000_000),
     defaultOwner: get(env, 'DEFAULT_INGEST_OWNER_USER_ID') ?? null,
     trustUserHeaderForced: boolean(env, 'SERVICE_TRUST_USER_HEADER'),
-    publishableKey: get(env, 'IDP_PUBLISHABLE_KEY') ?? null,
-    issuer: url(env, 'IDP_JWT_ISSUER') ?? null,
+    trustHeader: issuer === null || boolean(env, 'SERVICE_TRUST_USER_HEADER'),
+    publishableKey,
+    issuer,
     jwksUrl: url(env, 'IDP_JWKS_URL') ?? null,
     authorizedParties: (get(env, 'IDP_AUTHORIZED_PARTIES') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     rateLimit: integer(env, 'SERVICE_RATE_LIMIT', 1000, 0, 10_000_000),

@@ -39,8 +39,12 @@ export function clientAddress(ctx: Context, request: Request, info?: ServeInfo):
 
 /** The signed-in user of a protected request (SPEC 5 rule 2), or a 401 / 503. */
 export async function requireUser(ctx: Context, request: Request): Promise<string> {
+  return (await requireIdentity(ctx, request)).userId;
+}
+
+export async function requireIdentity(ctx: Context, request: Request): Promise<{ userId: string; expiresAt?: number }> {
   const identity = await ctx.auth.resolve(request);
-  if (identity.userId) return identity.userId;
+  if (identity.userId) return { userId: identity.userId, expiresAt: identity.expiresAt };
   if (identity.failure === 'unavailable') {
     throw new HttpError(503, 'idp_unavailable', 'Identity provider keys are unavailable; try again shortly', { 'retry-after': '5' });
   }

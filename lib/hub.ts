@@ -26,11 +26,14 @@ export interface Subscription {
   ids?: boolean;
   /** Replay this user's messages numbered after this id (from the Last-Event-ID header). */
   lastEventId?: number;
+  /** Close the stream at this time (ms since the epoch): when the subscriber's token expires. */
+  closeAt?: number;
 }
 
 interface Subscriber {
   userId: string | null;
   ids: boolean;
+  expiry?: ReturnType<typeof setTimeout>;
   controller: ReadableStreamDefaultController<Uint8Array>;
   pending: Uint8Array[];
 }
@@ -46,6 +49,8 @@ const encoder = new TextEncoder();
 /** Reconnection hint sent first; also makes the response start at once. */
 const PREAMBLE = encoder.encode('retry: 3000\n: connected\n\n');
 const KEEP_ALIVE = encoder.encode(': keep-alive\n\n');
+/** Sent before a stream closes because the subscriber's credentials expired: sign in again. */
+const EXPIRED = encoder.encode('event: expired\ndata: {"reason":"token expired"}\n\n');
 
 interface Frame {
   plain: Uint8Array;
@@ -79,6 +84,7 @@ export function createHub(options: HubOptions = {}): Hub {
 
   const drop = (s: Subscriber) => {
     subscribers.delete(s);
+    if (s.expiry !== undefined) clearTimeout(s.expiry);
     if (subscribers.size === 0 && keepAlive !== undefined) {
       clearInterval(keepAlive);
       keepAlive = undefined;
@@ -127,6 +133,19 @@ export function createHub(options: HubOptions = {}): Hub {
             self = { userId: sub.userId, ids: sub.ids ?? false, controller, pending: [] };
             subscribers.add(self);
             controller.enqueue(PREAMBLE);
+            if (sub.closeAt !== undefined) {
+              self.expiry = unref(setTimeout(() => {
+                if (!subscribers.has(self)) return;
+                flush();
+                drop(self);
+                try {
+                  controller.enqueue(EXPIRED);
+                  controller.close();
+                } catch {
+                  // the client already went away
+                }
+              }, Math.max(0, sub.closeAt - Date.now())));
+            }
             const after = sub.lastEventId;
             if (self.ids && sub.userId !== null && after !== undefined) {
               for (const p of history.get(sub.userId) ?? []) if (p.seq > after) controller.enqueue(numbered(p.seq, sseData(p.events)));

@@ -13,6 +13,7 @@ test('defaults: port 3000, sqlite at the default path, no owner, no provider', (
   assert.is(c.defaultOwner, null);
   assert.is(c.issuer, null);
   assert.is(c.trustUserHeaderForced, false);
+  assert.is(c.trustHeader, true, 'SPEC 5 rule 7: no provider → header trust');
   assert.equal(c.authorizedParties, []);
 });
 
@@ -23,13 +24,13 @@ test('every variable is read', () => {
       SERVICE_BUFFER_SIZE: '50', SERVICE_RETENTION_DAYS: '7', SERVICE_MAX_EVENTS: '1000',
       DEFAULT_INGEST_OWNER_USER_ID: 'user_1', SERVICE_TRUST_USER_HEADER: 'true',
       IDP_JWT_ISSUER: 'https://idp.example/', IDP_JWKS_URL: 'https://idp.example/keys', IDP_AUTHORIZED_PARTIES: 'a, b',
-      IDP_PUBLISHABLE_KEY: 'pk_test_x', SERVICE_RATE_LIMIT: '0', SERVICE_RATE_BURST: '5', SERVICE_TRUST_PROXY: 'true',
+      IDP_PUBLISHABLE_KEY: 'pk_test_' + btoa('idp.example$'), SERVICE_RATE_LIMIT: '0', SERVICE_RATE_BURST: '5', SERVICE_TRUST_PROXY: 'true',
     },
     root,
   );
   assert.equal(
     [c.port, c.host, c.storage, c.dbPath, c.bufferSize, c.retentionDays, c.maxEvents, c.defaultOwner, c.trustUserHeaderForced, c.issuer, c.jwksUrl, c.authorizedParties, c.publishableKey, c.rateLimit, c.rateBurst, c.trustProxy],
-    [8080, '127.0.0.1', 'memory', '/var/lib/wt.sqlite', 50, 7, 1000, 'user_1', true, 'https://idp.example', 'https://idp.example/keys', ['a', 'b'], 'pk_test_x', 0, 5, true],
+    [8080, '127.0.0.1', 'memory', '/var/lib/wt.sqlite', 50, 7, 1000, 'user_1', true, 'https://idp.example', 'https://idp.example/keys', ['a', 'b'], 'pk_test_' + btoa('idp.example$'), 0, 5, true],
   );
 });
 
@@ -57,9 +58,19 @@ test('invalid values name their variable', () => {
   rejects({ IDP_JWT_ISSUER: 'not a url' }, 'IDP_JWT_ISSUER');
   rejects({ IDP_JWKS_URL: 'ftp://x' }, 'IDP_JWKS_URL');
   rejects({ SERVICE_RATE_LIMIT: 'fast' }, 'SERVICE_RATE_LIMIT');
+  rejects({ IDP_PUBLISHABLE_KEY: 'sk_live_abc' }, 'IDP_PUBLISHABLE_KEY');
   rejects({ SERVICE_STORAGE: 'postgres' }, 'DATABASE_URL');
   rejects({ SERVICE_STORAGE: 'postgres', DATABASE_URL: 'mysql://x' }, 'DATABASE_URL');
   assert.is(loadConfig({ SERVICE_STORAGE: 'postgres', DATABASE_URL: 'postgres://u@127.0.0.1/db' }, root).databaseUrl, 'postgres://u@127.0.0.1/db');
+});
+
+test('SPEC 5 rule 6: the issuer comes from IDP_JWT_ISSUER or the publishable key', () => {
+  const key = 'pk_test_' + btoa('clerk.example.com$');
+  const derived = loadConfig({ IDP_PUBLISHABLE_KEY: key }, root);
+  assert.is(derived.issuer, 'https://clerk.example.com');
+  assert.is(derived.trustHeader, false, 'SPEC 5 rule 5: a provider turns header trust off');
+  assert.is(loadConfig({ IDP_PUBLISHABLE_KEY: key, IDP_JWT_ISSUER: 'https://other.example' }, root).issuer, 'https://other.example');
+  assert.is(loadConfig({ IDP_JWT_ISSUER: 'https://idp.example', SERVICE_TRUST_USER_HEADER: 'true' }, root).trustHeader, true);
 });
 
 test('empty values count as unset', () => {

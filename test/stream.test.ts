@@ -116,6 +116,15 @@ test('hub: the stream cap answers 503', async () => {
   assert.is(handler.hub.size, 0);
 });
 
+test('hub: a stream closes when its credentials expire, with an expired event', async () => {
+  const hub = createHub();
+  const reader = hub.subscribe({ userId: 'u', closeAt: Date.now() + 80 })!.getReader();
+  const text = await readUntil(reader, 'event: expired', 2000);
+  assert.match(text, /data: \{"reason":"token expired"\}/);
+  assert.is((await reader.read()).done, true);
+  assert.is(hub.size, 0);
+});
+
 test('hub: close ends every stream', async () => {
   const hub = createHub();
   const reader = hub.subscribe({ userId: null })!.getReader();

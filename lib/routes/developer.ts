@@ -3,7 +3,7 @@ import { parseJson, readBody } from '../body.ts';
 import { json } from '../http.ts';
 import { computeInsights } from '../insights.ts';
 import { evaluateQuery, parseDeveloperQuery, SCAN_LIMIT } from '../query.ts';
-import { requireUser, type Context } from '../context.ts';
+import { requireIdentity, requireUser, type Context } from '../context.ts';
 import { SSE_HEADERS } from './stream.ts';
 import { HttpError } from '../http.ts';
 
@@ -11,10 +11,10 @@ import { HttpError } from '../http.ts';
 export const INSIGHTS_WINDOW = 10_000;
 
 export async function developerStream(ctx: Context, request: Request): Promise<Response> {
-  const userId = await requireUser(ctx, request);
+  const { userId, expiresAt } = await requireIdentity(ctx, request);
   const last = request.headers.get('last-event-id') ?? new URL(request.url).searchParams.get('lastEventId');
   const lastEventId = last !== null && /^\d{1,20}$/.test(last) ? Number(last) : undefined;
-  const body = ctx.hub.subscribe({ userId, ids: true, lastEventId });
+  const body = ctx.hub.subscribe({ userId, ids: true, lastEventId, closeAt: expiresAt });
   if (!body) throw new HttpError(503, 'too_many_streams', 'Too many open streams; try again later', { 'retry-after': '10' });
   return new Response(body, { status: 200, headers: SSE_HEADERS });
 }

@@ -13,8 +13,8 @@ export const SSE_HEADERS: Record<string, string> = {
 
 export async function eventStream(ctx: Context, request: Request): Promise<Response> {
   // Identified subscribers get their own events; anyone else only unowned events.
-  const { userId } = await ctx.auth.resolve(request);
-  const body = ctx.hub.subscribe({ userId });
+  const { userId, expiresAt } = await ctx.auth.resolve(request);
+  const body = ctx.hub.subscribe({ userId, closeAt: userId ? expiresAt : undefined });
   if (!body) throw new HttpError(503, 'too_many_streams', 'Too many open streams; try again later', { 'retry-after': '10' });
   return new Response(body, { status: 200, headers: SSE_HEADERS });
 }
