@@ -3,7 +3,8 @@
 // bounded memory. Then SIGTERM under load: in-flight requests finish, the process exits 0.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { readUntil } from './helpers/app.ts';
 
@@ -91,25 +92,41 @@ test(`soak: ${SECONDS} s of mixed traffic at ${RATE} req/s with subscribers atta
   }
 });
 
-test('graceful shutdown under load: in-flight requests finish, then exit 0', async () => {
-  const server = await startServer();
-  const results: (number | string)[] = [];
-  const load = Array.from({ length: 200 }, (_, i) =>
-    new Promise((r) => setTimeout(r, i * 5)).then(() =>
-      fetch(`${server.url}/api/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ events: [{ type: 'x', id: `g${i}` }] }) })
-        .then(async (res) => {
-          await res.arrayBuffer();
-          results.push(res.status);
-        })
-        .catch(() => results.push('refused')),
-    ),
-  );
-  await new Promise((r) => setTimeout(r, 300));
-  const code = await server.stop('SIGTERM');
-  await Promise.all(load);
-  assert.is(code, 0, server.output());
-  assert.ok(results.includes(200), 'requests before the signal were served');
-  assert.ok(results.every((s) => s === 200 || s === 'refused'), `only 200 or refused: ${JSON.stringify(results)}`);
+test('graceful shutdown under load: in-flight requests finish, the process exits 0, nothing acknowledged is lost', async () => {
+  const dir = mkdtempSync(tmpdir() + '/watchtower-shutdown-');
+  const env = { SERVICE_STORAGE: 'sqlite', SERVICE_P1_DB: dir + '/watchtower.sqlite' };
+  try {
+    const server = await startServer(env);
+    const results: (number | string)[] = [];
+    const acked: string[] = [];
+    const load = Array.from({ length: 200 }, (_, i) =>
+      new Promise((r) => setTimeout(r, i * 5)).then(() =>
+        fetch(`${server.url}/api/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ events: [{ type: 'x', id: `g${i}`, userId: 'g' }] }) })
+          .then(async (res) => {
+            await res.arrayBuffer();
+            results.push(res.status);
+            if (res.status === 200) acked.push(`g${i}`);
+          })
+          .catch(() => results.push('refused')),
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    const code = await server.stop('SIGTERM');
+    await Promise.all(load);
+    assert.is(code, 0, server.output());
+    assert.ok(acked.length > 0, 'requests before the signal were served');
+    assert.ok(results.every((s) => s === 200 || s === 'refused'), `only 200 or refused: ${JSON.stringify(results)}`);
+
+    const again = await startServer(env);
+    try {
+      const stored = new Set((await (await fetch(`${again.url}/api/events?limit=1000`, { headers: { 'x-idp-user-id': 'g' } })).json()).events.map((e: { id: string }) => e.id));
+      assert.equal(acked.filter((id) => !stored.has(id)), [], 'acknowledged before shutdown, missing after restart');
+    } finally {
+      await again.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test.run();

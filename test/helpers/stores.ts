@@ -1,6 +1,22 @@
-// Store factories beyond memory for suites that run against every store.
+// Store factories beyond memory, for suites that run against every store.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { openSqliteStore } from '../../lib/store/sqlite.ts';
 import type { Store } from '../../lib/store/types.ts';
 
+/** A sqlite store in a fresh temp directory, removed again when the store is closed. */
+export async function tempSqliteStore(): Promise<Store> {
+  const dir = mkdtempSync(tmpdir() + '/watchtower-store-');
+  const store = await openSqliteStore({ path: dir + '/watchtower.sqlite' });
+  const close = store.close.bind(store);
+  return Object.assign(store, {
+    close: async () => {
+      await close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  });
+}
+
 export function storeFactories(): (readonly [string, () => Promise<Store>])[] {
-  return [];
+  return [['sqlite', tempSqliteStore]];
 }

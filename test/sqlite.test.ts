@@ -1,0 +1,251 @@
+// The sqlite store's durability on real files: restart, journal replay after a crash (the files as
+// a crash leaves them), a torn last line, replay idempotency, a snapshot interrupted before its
+// rename, a corrupt database file, snapshots by journal size and quiet period, retention.
+import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
+import { computeStats } from '../lib/stats.ts';
+import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
+import type { Store } from '../lib/store/types.ts';
+import { runServerToExit } from './helpers/server.ts';
+
+const dirs: string[] = [];
+const stores: Store[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'watchtower-sqlite-'));
+  dirs.push(d);
+  return d;
+};
+test.after(async () => {
+  await Promise.all(stores.map((s) => s.close().catch(() => {})));
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+const NOW = Date.parse('2026-05-16T12:00:00.000Z');
+let n = 0;
+const ev = (raw: Partial<RawEvent>, owner: string | null = 'u', at = NOW): StoredEvent =>
+  normalise({ type: 'custom', ...raw } as RawEvent, { now: at, owner, newId: () => `s-${++n}` });
+const mixed = (count: number, owner = 'u', at = NOW) =>
+  Array.from({ length: count }, (_, i) =>
+    ev({ type: ['pageload', 'error', 'click', 'feedback'][i % 4], route: `/r${i % 3}`, sessionId: `s${i % 5}`, deployVersion: `v${i % 2}`, data: { duration: i * 7 % 300, rating: (i % 5) + 1 } }, owner, at - i * 60_000));
+
+async function open(path: string, extra: Partial<SqliteStoreOptions> = {}) {
+  const logs: string[] = [];
+  // A quiet-period snapshot must not run behind a test's back unless the test asks for it.
+  const store = await openSqliteStore({ path, retentionDays: 0, quietSnapshotMs: 3_600_000, log: (m) => logs.push(m), ...extra });
+  stores.push(store);
+  return { store, logs };
+}
+
+/** The directory as a crash would leave it: a copy taken while the store is still open. */
+function crashCopy(dir: string): string {
+  const copy = tempDir();
+  cpSync(dir, copy, { recursive: true });
+  return copy;
+}
+
+const segments = (dir: string) => readdirSync(dir).filter((f) => f.includes('.journal.')).sort();
+const all = (s: Store, userId = 'u') => s.list({ userId, limit: 100_000 });
+
+test('restart: events, users, counts and stats survive a graceful close; the journal is compacted', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'nested', 'watchtower.sqlite');
+  const { store } = await open(path);
+  const events = mixed(40);
+  await store.insert(events.slice(0, 25));
+  await store.insert(events.slice(25));
+  await store.insert([ev({ type: 'click' }, 'someone-else'), ev({ type: 'error' }, null)]);
+  await store.upsertUser({ idpUserId: 'u', email: 'u@x.test', displayName: 'U' }, NOW);
+  const before = { list: await all(store), stats: await store.stats('u', NOW), health: await store.health() };
+  assert.is(before.health.eventCount, 42);
+  assert.is(before.health.storage, 'sqlite');
+  assert.is(before.health.databasePath, path);
+  assert.ok((before.health.databaseBytes as number) > 0);
+  assert.ok((before.health.journalBytes as number) > 0, 'everything is in the journal so far');
+  await store.close();
+  assert.ok(existsSync(path), 'the database file is written (directory created)');
+  assert.equal(segments(join(dir, 'nested')).length <= 1, true);
+
+  const { store: again } = await open(path);
+  assert.equal(await all(again), before.list);
+  assert.equal(await again.stats('u', NOW), before.stats);
+  assert.equal(await again.stats('u', NOW), computeStats(events, NOW));
+  assert.is((await again.health()).eventCount, 42);
+  assert.equal(await again.getUser('u'), { idp_user_id: 'u', email: 'u@x.test', display_name: 'U', last_seen_at: new Date(NOW).toISOString() });
+  assert.equal(await again.insert([events[0]]), [], 'still idempotent after a restart');
+  await again.close();
+});
+
+test('crash: acknowledged events are in the journal and replayed (no snapshot was ever written)', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  const { store } = await open(path);
+  const events = mixed(30);
+  for (let i = 0; i < 30; i += 3) await store.insert(events.slice(i, i + 3));
+  await store.upsertUser({ idpUserId: 'u', email: 'a@x.test', displayName: 'A' }, NOW);
+  const copy = crashCopy(dir);
+  assert.not.ok(existsSync(join(copy, 'watchtower.sqlite')), 'nothing but the journal on disk yet');
+  const { store: after, logs } = await open(join(copy, 'watchtower.sqlite'));
+  assert.equal((await all(after)).map((e) => e.id), events.map((e) => e.id).reverse());
+  assert.equal(await after.stats('u', NOW), computeStats(events, NOW));
+  assert.is((await after.getUser('u'))!.email, 'a@x.test');
+  assert.ok(logs.some((l) => /replayed 31 entries/.test(l)), logs.join('\n'));
+  // Start-up compacted: snapshot written, journal segments replayed are gone.
+  assert.ok(existsSync(join(copy, 'watchtower.sqlite')));
+  assert.is((await after.health()).journalBytes, 0);
+});
+
+test('torn journal: an unparseable last line is skipped and reported; everything before it is kept', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  const { store } = await open(path);
+  const events = mixed(10);
+  await store.insert(events);
+  const copy = crashCopy(dir);
+  const [segment] = segments(copy);
+  appendFileSync(join(copy, segment), '{"e":{"id":"torn","type":"cli');
+  const { store: after, logs } = await open(join(copy, 'watchtower.sqlite'));
+  assert.is((await all(after)).length, 10);
+  assert.ok(!(await all(after)).some((e) => e.id === 'torn'));
+  assert.ok(logs.some((l) => /skipped an unreadable last line 11 .*torn by a crash/.test(l)), logs.join('\n'));
+  assert.is(((await after.health()).startup as { tornLinesSkipped: number }).tornLinesSkipped, 1);
+});
+
+test('replay is idempotent: a journal replayed twice over a snapshot that already holds it stores each event once', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  const { store } = await open(path);
+  const events = mixed(12);
+  await store.insert(events.slice(0, 6));
+  await store.flush();
+  await store.insert(events.slice(6));
+  const copy = crashCopy(dir);
+  // Make the journal hold everything twice, including what the snapshot already has.
+  const [segment] = segments(copy);
+  const lines = events.map((e) => JSON.stringify({ e }) + '\n').join('');
+  writeFileSync(join(copy, segment), lines + lines);
+  const { store: after } = await open(join(copy, 'watchtower.sqlite'));
+  assert.equal((await all(after)).map((e) => e.id), events.map((e) => e.id).reverse());
+  assert.is((await after.health()).eventCount, 12);
+  assert.equal(await after.stats('u', NOW), computeStats(events, NOW));
+});
+
+test('snapshot interrupted before the rename: the old snapshot is intact, the temp file is ignored and removed', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  let crashed = '';
+  let armed = false;
+  const { store } = await open(path, {
+    beforeSnapshotRename: (tmp) => {
+      if (!tmp.includes('.tmp-') || crashed || !armed) return;
+      crashed = crashCopy(dir);
+      throw new Error('simulated crash before rename');
+    },
+  });
+  const events = mixed(8);
+  await store.insert(events.slice(0, 4));
+  await store.flush();
+  const snapshotBefore = readFileSync(path);
+  await store.insert(events.slice(4));
+  armed = true;
+  const failure = await store.flush().then(() => null, (err: Error) => err);
+  assert.match(String(failure?.message), /simulated crash before rename/);
+  assert.ok(crashed, 'the hook ran');
+  assert.equal(readFileSync(path), snapshotBefore, 'the live snapshot was not touched');
+  assert.ok(readdirSync(crashed).some((f) => f.includes('.tmp-')), 'the crash left a temp file');
+  assert.equal(readFileSync(join(crashed, 'watchtower.sqlite')), snapshotBefore);
+  const { store: after, logs } = await open(join(crashed, 'watchtower.sqlite'));
+  assert.equal((await all(after)).map((e) => e.id), events.map((e) => e.id).reverse());
+  assert.ok(logs.some((l) => /removed an unfinished snapshot/.test(l)), logs.join('\n'));
+  assert.not.ok(readdirSync(crashed).some((f) => f.includes('.tmp-')));
+  // The original store is still usable after a failed snapshot, and its journal was kept.
+  await store.insert([ev({ id: 'after-failure' })]);
+  const { store: reopened } = await open(join(crashCopy(dir), 'watchtower.sqlite'));
+  assert.is((await all(reopened)).length, 9);
+});
+
+test('corrupt database file: a clear error naming the file, and the file is not overwritten', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  const garbage = new TextEncoder().encode('this is not a sqlite database, it is a shopping list\n'.repeat(200));
+  writeFileSync(path, garbage);
+  let error: Error | null = null;
+  try {
+    await openSqliteStore({ path, log: () => {} });
+  } catch (err) {
+    error = err as Error;
+  }
+  assert.ok(error, 'opening fails');
+  assert.ok(error!.message.includes(path), error!.message);
+  assert.match(error!.message, /not a readable SQLite database/);
+  assert.equal(new Uint8Array(readFileSync(path)), garbage, 'untouched');
+  assert.equal(segments(dir), []);
+
+  // The real server refuses to start on it, naming the file, with a non-zero exit.
+  const { code, output } = await runServerToExit({ SERVICE_STORAGE: 'sqlite', SERVICE_P1_DB: path, PORT: '0' });
+  assert.is(code, 1, output);
+  assert.ok(output.includes(path), output);
+  assert.equal(new Uint8Array(readFileSync(path)), garbage, 'untouched by the server either');
+});
+
+test('snapshots: by journal size (at a pause in writes; at once past 4×) and after a quiet period', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  const events = mixed(60);
+  // Writes never pause long enough: the hard limit (4× the size) takes the snapshot anyway.
+  const hard = await open(join(dir, 'hard', 'watchtower.sqlite'), { journalMaxBytes: 2000, gapSnapshotMs: 3_600_000 });
+  for (let i = 0; i < 40; i += 4) await hard.store.insert(events.slice(i, i + 4));
+  await hard.store.close(); // the snapshot is logged once its file is in place
+  assert.ok(hard.logs.some((l) => /snapshot \(journal size, hard limit\)/.test(l)), hard.logs.join('\n'));
+
+  const { store, logs } = await open(path, { journalMaxBytes: 2000, gapSnapshotMs: 100, quietSnapshotMs: 600 });
+  // Past the soft size but under the hard one: the snapshot waits for the pause that follows.
+  let k = 0;
+  while (((await store.health()).journalBytes as number) < 2000) await store.insert([events[k++]]);
+  assert.ok(((await store.health()).journalBytes as number) < 8000);
+  await new Promise((r) => setTimeout(r, 400));
+  assert.ok(logs.some((l) => /snapshot \(journal size\)/.test(l)), logs.join('\n'));
+  await store.insert([events[k++], events[k++]]);
+  await new Promise((r) => setTimeout(r, 1200));
+  assert.ok(logs.some((l) => /snapshot \(quiet period\)/.test(l)), logs.join('\n'));
+  const h = await store.health();
+  assert.is(h.journalBytes, 0);
+  assert.ok((h.snapshotBytes as number) > 0);
+  assert.ok(segments(dir).length <= 1);
+  const { store: after } = await open(join(crashCopy(dir), 'watchtower.sqlite'));
+  assert.is((await all(after)).length, k);
+});
+
+test('retention: oldest pruned first by count and by age, logged, stats still equal computeStats, figures in health', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  let clock = NOW;
+  const { store, logs } = await open(path, { maxEvents: 20, retentionDays: 2, now: () => clock, retentionIntervalMs: 50 });
+  // 30 events one minute apart, inserted oldest first.
+  const events = mixed(30).reverse();
+  await store.insert(events.slice(0, 15));
+  await store.insert(events.slice(15));
+  const kept = events.slice(10);
+  assert.equal((await all(store)).map((e) => e.id), kept.map((e) => e.id).reverse());
+  assert.ok(logs.some((l) => /pruned 10 oldest events beyond SERVICE_MAX_EVENTS=20/.test(l)), logs.join('\n'));
+  assert.equal(await store.stats('u', NOW), computeStats(kept, NOW));
+  const h = await store.health();
+  assert.equal([h.eventCount, h.maxEvents, h.retentionDays, h.prunedEvents], [20, 20, 2, 10]);
+
+  // Two days later: the 10 oldest (received more than 2 days before) go on the next retention run.
+  clock = NOW + 2 * 86_400_000 - 10 * 60_000 + 30_000;
+  const survivors = kept.filter((e) => Date.parse(e.receivedAt) >= clock - 2 * 86_400_000);
+  assert.ok(survivors.length > 0 && survivors.length < kept.length, `survivors ${survivors.length}`);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal((await all(store)).map((e) => e.id), survivors.map((e) => e.id).reverse());
+  assert.ok(logs.some((l) => /received more than 2 days ago/.test(l)), logs.join('\n'));
+  assert.equal(await store.stats('u', clock), computeStats(survivors, clock));
+  await store.close();
+  const { store: after } = await open(path, { maxEvents: 20, retentionDays: 2, now: () => clock });
+  assert.equal((await all(after)).map((e) => e.id), survivors.map((e) => e.id).reverse());
+});
+
+test.run();

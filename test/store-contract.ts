@@ -1,0 +1,210 @@
+// The store contract: the same assertions for every Store implementation. A suite file calls
+// storeContract(name, factory) once per store; the factory returns a fresh, empty store.
+// Only storeContract is exported: other suites (postgres) pick this module's one function.
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
+import { computeStats, type Stats } from '../lib/stats.ts';
+import type { Store } from '../lib/store/types.ts';
+
+const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
+
+interface StatsFixture {
+  description: string;
+  now: string;
+  user: string;
+  events: { owner: string | null; receivedAt: string; raw: RawEvent }[];
+  expected: Partial<Omit<Stats, 'latencyByRoute' | 'recentErrors' | 'recentActivity'>> & {
+    latency?: Record<string, { count: number; p50: number; p95: number; avg: number; points?: unknown[]; pointsCount?: number; firstPointDuration?: number }>;
+    recentErrorIds?: string[];
+    recentActivityIds?: string[];
+  };
+}
+
+/** The hand-checked data sets under fixtures/stats-*.json. */
+function statsFixtures(): [string, StatsFixture][] {
+  return readdirSync(FIXTURES)
+    .filter((f) => /^stats-.*\.json$/.test(f))
+    .sort()
+    .map((f) => [f, JSON.parse(readFileSync(FIXTURES + f, 'utf8')) as StatsFixture]);
+}
+
+function fixtureEvents(f: StatsFixture): StoredEvent[] {
+  let n = 0;
+  return f.events.map(({ owner, receivedAt, raw }) =>
+    normalise(raw, { now: Date.parse(receivedAt), owner, newId: () => `fx-${++n}` }));
+}
+
+/** Asserts the hand-checked expectations of a fixture against a Stats object. */
+function checkFixture(name: string, f: StatsFixture, s: Stats) {
+  const { latency, recentErrorIds, recentActivityIds, ...plain } = f.expected;
+  for (const [key, value] of Object.entries(plain)) {
+    assert.equal((s as unknown as Record<string, unknown>)[key], value, `${name}: ${key}`);
+  }
+  if (latency) {
+    assert.equal(Object.keys(s.latencyByRoute).sort(), Object.keys(latency).sort(), `${name}: routes`);
+    for (const [route, want] of Object.entries(latency)) {
+      const got = s.latencyByRoute[route];
+      assert.equal({ count: got.count, p50: got.p50, p95: got.p95, avg: got.avg }, { count: want.count, p50: want.p50, p95: want.p95, avg: want.avg }, `${name}: ${route}`);
+      if (want.points) assert.equal(got.points, want.points, `${name}: ${route} points`);
+      if (want.pointsCount !== undefined) assert.is(got.points.length, want.pointsCount, `${name}: ${route} points count`);
+      if (want.firstPointDuration !== undefined) assert.is(got.points[0].duration, want.firstPointDuration, `${name}: ${route} first point`);
+    }
+  }
+  if (recentErrorIds) assert.equal(s.recentErrors.map((e) => e.id), recentErrorIds, `${name}: recentErrors`);
+  if (recentActivityIds) assert.equal(s.recentActivity.map((e) => e.id), recentActivityIds, `${name}: recentActivity`);
+}
+
+/** Registers and runs the contract suite for one store. */
+export function storeContract(name: string, factory: () => Promise<Store>) {
+  const t = suite(`store contract: ${name}`);
+  const opened: Store[] = [];
+  const open = async () => {
+    const s = await factory();
+    opened.push(s);
+    return s;
+  };
+  t.after.each(async () => {
+    await Promise.all(opened.splice(0).map((s) => s.close().catch(() => {})));
+  });
+
+  let n = 0;
+  const ev = (raw: Partial<RawEvent>, owner: string | null, at = Date.now()): StoredEvent =>
+    normalise({ type: 'custom', ...raw } as RawEvent, { now: at, owner, newId: () => `c-${++n}` });
+
+  t('insert resolves the newly stored events; list reads them back deep-equal, most recent first', async () => {
+    const store = await open();
+    const events = [
+      ev({ id: 'rt-1', type: 'pageload', route: '/a', sessionId: 's', deployVersion: 'v1', data: { duration: 12.5, nested: { a: [1, 'x', null] } }, extra: 'kept' }, 'u'),
+      ev({ id: 'rt-2', type: 'error', message: 'nul\u0000inside', data: { stack: 'lone \ud800 surrogate' } }, 'u'),
+      ev({ id: 'rt-3', type: 'click', url: 'https://x/p?q', appName: 'demo', big: 1e21, neg: -0.000001, unicode: 'é😀' }, 'u'),
+    ];
+    assert.equal(await store.insert(events), events);
+    const read = await store.list({ userId: 'u', limit: 10 });
+    assert.equal(read, [...events].reverse());
+    assert.is(read[0].user_id, 'u');
+    assert.is(read[2].session_id, 's');
+    assert.is(read[2].app_version, 'v1');
+    assert.is(read[2].receivedAt, events[0].receivedAt);
+    assert.equal(await store.insert([]), []);
+  });
+
+  t('idempotent by (owner, id): retries and in-batch duplicates stored once; other owners may reuse an id', async () => {
+    const store = await open();
+    const a = ev({ id: 'dup', type: 'click', text: 'first' }, 'ia');
+    assert.equal(await store.insert([a, { ...a, text: 'second' }]), [a]);
+    assert.equal(await store.insert([a]), []);
+    const mixed = await store.insert([a, ev({ id: 'dup', type: 'click' }, 'ib'), ev({ id: 'dup', type: 'click' }, null), ev({ id: 'new', type: 'click' }, 'ia')]);
+    assert.equal(mixed.map((e) => `${e.user_id}:${e.id}`), ['ib:dup', 'null:dup', 'ia:new']);
+    assert.equal(await store.insert([ev({ id: 'dup', type: 'click' }, null)]), [], 'unowned events are idempotent too');
+    const read = await store.list({ userId: 'ia', limit: 10 });
+    assert.equal(read.map((e) => e.id), ['new', 'dup']);
+    assert.is(read[1].text, 'first');
+    assert.is((await store.health()).eventCount, 4);
+  });
+
+  t('list: scoped by user, filtered by type and deployVersion, limited, most recent first', async () => {
+    const store = await open();
+    const mine = Array.from({ length: 30 }, (_, i) =>
+      ev({ id: `l-${i}`, type: i % 3 ? 'click' : 'error', deployVersion: i % 2 ? 'v2' : 'v1' }, 'me'));
+    await store.insert(mine.slice(0, 10));
+    await store.insert(mine.slice(10));
+    await store.insert([ev({ id: 'l-x', type: 'error', deployVersion: 'v1' }, 'other'), ev({ id: 'l-y', type: 'error' }, null)]);
+    const ids = (xs: StoredEvent[]) => xs.map((e) => e.id);
+    assert.equal(ids(await store.list({ userId: 'me', limit: 1000 })), ids(mine).reverse());
+    assert.equal(ids(await store.list({ userId: 'me', limit: 3 })), ['l-29', 'l-28', 'l-27']);
+    assert.equal(ids(await store.list({ userId: 'me', limit: 100, type: 'error' })), ids(mine.filter((e) => e.type === 'error')).reverse());
+    assert.equal(ids(await store.list({ userId: 'me', limit: 100, version: 'v2' })), ids(mine.filter((e) => e.deployVersion === 'v2')).reverse());
+    assert.equal(
+      ids(await store.list({ userId: 'me', limit: 2, type: 'error', version: 'v1' })),
+      ids(mine.filter((e) => e.type === 'error' && e.deployVersion === 'v1')).reverse().slice(0, 2),
+    );
+    assert.equal(await store.list({ userId: 'me', limit: 0 }), []);
+    assert.equal(await store.list({ userId: 'me', limit: 10, type: 'nope' }), []);
+    assert.equal(await store.list({ userId: 'nobody', limit: 10 }), []);
+    assert.equal(await store.list({ userId: '', limit: 10 }), [], 'unowned events appear for no user');
+  });
+
+  t('concurrent inserts: every call resolves with its own events, all stored', async () => {
+    const store = await open();
+    const batches = Array.from({ length: 20 }, (_, b) => Array.from({ length: 5 }, (_, i) => ev({ id: `cc-${b}-${i}` }, 'cc')));
+    const results = await Promise.all(batches.map((batch) => store.insert(batch)));
+    results.forEach((r, b) => assert.equal(r, batches[b]));
+    const read = await store.list({ userId: 'cc', limit: 1000 });
+    assert.is(read.length, 100);
+    assert.equal(new Set(read.map((e) => e.id)).size, 100);
+  });
+
+  t('stats: equal to computeStats over the user\'s events (random data across window and day boundaries)', async () => {
+    const store = await open();
+    const now = Date.parse('2026-05-16T12:00:00.000Z');
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)];
+    const types = ['pageload', 'pageload', 'error', 'click', 'interaction', 'feedback', 'custom', 'performance', 'page_view', 'weird'];
+    const offsets = [0, 1000, 299_999, 300_000, 300_001, 3_600_000, 86_400_000, 6 * 86_400_000, 7 * 86_400_000, 12 * 3_600_000, -5000];
+    const mine: StoredEvent[] = [];
+    const all: StoredEvent[] = [];
+    for (let i = 0; i < 400; i++) {
+      const type = pick(types);
+      const owner = pick(['st', 'st', 'st', 'other', null]);
+      const data: Record<string, unknown> = {};
+      if (type === 'pageload' && rand() < 0.9) data.duration = Math.round(rand() * 2000) / (rand() < 0.5 ? 1 : 4);
+      if (type === 'pageload' && rand() < 0.5) data.ttfb = Math.round(rand() * 300);
+      if (type === 'feedback') data.rating = pick([1, 2, 3, 4, 5, 5, 0, 6, 2.5, '4']);
+      const e = ev({
+        type,
+        sessionId: rand() < 0.85 ? pick(['a', 'b', 'c', 'd', 'e', 'f']) : undefined,
+        deployVersion: rand() < 0.8 ? pick(['1.0', '1.1', '2.0']) : undefined,
+        route: rand() < 0.6 ? pick(['/', '/a', '/b/c']) : undefined,
+        url: rand() < 0.5 ? pick(['https://x/p?q=1', '/rel/path', 'not a url at all']) : undefined,
+        data,
+      }, owner, now - pick(offsets) - Math.floor(rand() * 1000));
+      all.push(e);
+      if (owner === 'st') mine.push(e);
+    }
+    for (let i = 0; i < all.length; i += 37) await store.insert(all.slice(i, i + 37));
+    const s = await store.stats('st', now);
+    assert.equal(s, computeStats(mine, now));
+    assert.equal(await store.stats('st', now + 3 * 86_400_000), computeStats(mine, now + 3 * 86_400_000), 'another now');
+    assert.equal(await store.stats('nobody', now), computeStats([], now));
+  });
+
+  for (const [file, fixture] of statsFixtures()) {
+    t(`stats fixture ${file}: ${fixture.description}`, async () => {
+      const store = await open();
+      const events = fixtureEvents(fixture);
+      await store.insert(events);
+      const now = Date.parse(fixture.now);
+      const s = await store.stats(fixture.user, now);
+      checkFixture(file, fixture, s);
+      assert.equal(s, computeStats(events.filter((e) => e.user_id === fixture.user), now));
+    });
+  }
+
+  t('users: upsert keyed by idp_user_id sets email, display_name and last_seen_at', async () => {
+    const store = await open();
+    const t0 = Date.parse('2026-05-16T12:00:00.000Z');
+    assert.is(await store.getUser('idp_1'), null);
+    const first = await store.upsertUser({ idpUserId: 'idp_1', email: 'a@x.test', displayName: 'A' }, t0);
+    assert.equal(first, { idp_user_id: 'idp_1', email: 'a@x.test', display_name: 'A', last_seen_at: '2026-05-16T12:00:00.000Z' });
+    const second = await store.upsertUser({ idpUserId: 'idp_1', email: 'b@x.test', displayName: 'B' }, t0 + 1000);
+    assert.equal(await store.getUser('idp_1'), second);
+    assert.is(second.last_seen_at, '2026-05-16T12:00:01.000Z');
+    await store.upsertUser({ idpUserId: 'idp_2', email: 'c@x.test', displayName: 'C' }, t0);
+    assert.is((await store.getUser('idp_1'))!.email, 'b@x.test');
+  });
+
+  t('health: storage kind and event count', async () => {
+    const store = await open();
+    const h0 = await store.health();
+    assert.type(h0.storage, 'string');
+    assert.is(h0.eventCount, 0);
+    await store.insert([ev({}, 'h'), ev({}, null)]);
+    assert.is((await store.health()).eventCount, 2);
+  });
+
+  t.run();
+}

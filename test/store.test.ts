@@ -1,0 +1,20 @@
+// The store contract against the memory store and the sqlite store (a real file in a temp dir).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createMemoryStore } from '../lib/store/memory.ts';
+import { openSqliteStore } from '../lib/store/sqlite.ts';
+import { storeContract } from './store-contract.ts';
+
+storeContract('memory', async () => createMemoryStore());
+
+const dirs: string[] = [];
+process.on('exit', () => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+storeContract('sqlite', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'watchtower-contract-'));
+  dirs.push(dir);
+  // Retention off: the contract's data sets are dated in the past on purpose.
+  return openSqliteStore({ path: join(dir, 'watchtower.sqlite'), retentionDays: 0 });
+});
