@@ -13,7 +13,16 @@ declare const Deno: {
   exit(code: number): never;
 } | undefined;
 
+declare const Bun: {
+  serve(options: {
+    port: number;
+    hostname: string;
+    fetch: (request: Request, server: { requestIP(r: Request): { address: string } | null }) => Promise<Response>;
+  }): { port: number; stop(closeActive?: boolean): Promise<void> };
+} | undefined;
+
 const isDeno = typeof Deno !== 'undefined';
+const isBun = typeof Bun !== 'undefined';
 const root = fileURLToPath(new URL('.', import.meta.url));
 const log = (msg: string) => console.log(`[watchtower] ${msg}`);
 // Deno's process.exit inside a signal listener does not set the exit code; Deno.exit does.
@@ -82,7 +91,15 @@ const describe = (port: number) =>
   `listening on http://${config.host}:${port} (storage: ${config.storage}${config.storage === 'sqlite' ? ` at ${config.dbPath}` : ''}; ` +
   `identity: ${config.issuer ? `tokens from ${config.issuer}${config.trustHeader ? ' + trusted header' : ''}` : 'development header X-IdP-User-Id, never expose this to the internet'})`;
 
-if (isDeno) {
+if (isBun) {
+  const server = Bun!.serve({
+    port: config.port,
+    hostname: config.host,
+    fetch: (request, bun) => handler(request, { remoteAddr: { hostname: bun.requestIP(request)?.address } }),
+  });
+  log(describe(server.port));
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => shutdown(() => server.stop()));
+} else if (isDeno) {
   const server = Deno!.serve({ port: config.port, hostname: config.host, onListen: ({ port }) => log(describe(port)) }, handler);
   for (const signal of ['SIGTERM', 'SIGINT']) Deno!.addSignalListener(signal, () => shutdown(() => server.shutdown()));
 } else {

@@ -7,7 +7,8 @@ import { toNodeListener } from '../lib/adapter/node.ts';
 import { createHandler, type FetchHandler } from '../lib/handler.ts';
 import { createMemoryStore } from '../lib/store/memory.ts';
 import { readUntil } from './helpers/app.ts';
-import { runServerToExit, startServer } from './helpers/server.ts';
+import { existsSync } from 'node:fs';
+import { ROOT, runServerToExit, startServer } from './helpers/server.ts';
 
 declare const Deno:
   | { serve(o: { port: number; hostname: string; onListen?: () => void }, h: (r: Request) => Promise<Response>): { addr: { port: number }; shutdown(): Promise<void> } }
@@ -159,6 +160,25 @@ test('server.ts: serves, then SIGTERM shuts down gracefully with open streams', 
   assert.is(code, 0, server.output());
   assert.match(server.output(), /stopped/);
   await reader.cancel().catch(() => {});
+});
+
+test('server.ts runs on Bun too: ingest, read back, live stream, SIGTERM', async () => {
+  const bun = ROOT + 'node_modules/.bin/bun';
+  if (!existsSync(bun)) throw new Error('bun is a dev dependency: run npm install');
+  const server = await startServer({}, 20_000, [bun, ['server.ts']]);
+  try {
+    const stream = await fetch(`${server.url}/api/events/stream`, { headers: { 'x-idp-user-id': 'u1' } });
+    const reader = stream.body!.getReader();
+    await readUntil(reader, ': connected');
+    const post = await fetch(`${server.url}/api/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"type":"click","id":"on-bun","userId":"u1"}' });
+    assert.is((await post.json()).accepted, 1);
+    await readUntil(reader, 'on-bun');
+    const list = await (await fetch(`${server.url}/api/events`, { headers: { 'x-idp-user-id': 'u1' } })).json();
+    assert.equal(list.events.map((e: { id: string }) => e.id), ['on-bun']);
+    await reader.cancel();
+  } finally {
+    assert.is(await server.stop('SIGTERM'), 0, server.output());
+  }
 });
 
 test.run();

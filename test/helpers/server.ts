@@ -24,8 +24,8 @@ export function serverCommand(): [string, string[]] {
 }
 
 /** Starts server.ts with PORT=0 (unless given) and resolves once it listens. */
-export function startServer(env: Record<string, string> = {}, timeoutMs = 20_000): Promise<RunningServer> {
-  const [cmd, args] = serverCommand();
+export function startServer(env: Record<string, string> = {}, timeoutMs = 20_000, command = serverCommand()): Promise<RunningServer> {
+  const [cmd, args] = command;
   const child = spawn(cmd, args, {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', SERVICE_STORAGE: 'memory', ...env },
