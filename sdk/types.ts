@@ -1,0 +1,54 @@
+// Shapes shared by the SDK modules. Field names follow SPEC 2.1 so lib/event.ts normalises them as sent.
+
+export interface Options {
+  /** Origin (and optional path prefix) of the Watchtower server. Default: the SDK script's own origin. */
+  endpoint?: string;
+  appName?: string;
+  deployVersion?: string;
+  /** Owner of the events; null = anonymous. Default: localStorage `service_idp_user_id` on the server's own origin. */
+  userId?: string | null;
+  /** Fraction of sessions that send anything, 0–1. Default 1. */
+  sampleRate?: number;
+  /** ms between the first queued event and its flush. Default 2000. */
+  flushInterval?: number;
+  /** Events per request, at most 50 (the default). */
+  maxBatch?: number;
+  /** Events kept while the server is unreachable; the oldest are dropped first. Default 250. */
+  maxQueue?: number;
+  /** Send nothing when the browser signals Global Privacy Control or Do Not Track. Default false. */
+  respectDoNotTrack?: boolean;
+  /** Automatic capture switches, all on by default. */
+  pageload?: boolean;
+  errors?: boolean;
+  clicks?: boolean;
+  /** Remove the query string and fragment from reported URLs. Default true. */
+  stripQuery?: boolean;
+}
+
+export type Settings = Required<Omit<Options, 'userId' | 'appName' | 'deployVersion'>> &
+  Pick<Options, 'userId' | 'appName' | 'deployVersion'>;
+
+export type Data = Record<string, unknown>;
+
+export interface SdkEvent {
+  id: string;
+  type: string;
+  timestamp: string;
+  sessionId?: string;
+  deployVersion?: string;
+  appName?: string;
+  userId?: string;
+  url?: string;
+  route?: string;
+  message?: string;
+  data: Data;
+}
+
+/** The Web Storage methods the SDK uses, so tests can pass a Map-backed fake. */
+export interface StorageLike {
+  readonly length: number;
+  key(index: number): string | null;
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
