@@ -79,6 +79,16 @@ export function dayIndex(t: number, now: number): number {
   return diff >= 0 && diff < SERIES_DAYS ? SERIES_DAYS - 1 - diff : -1;
 }
 
+/** DESIGN.md's breakdown, in one place for every store: which types count in which bucket. */
+export function breakdownCounts(count: (type: string) => number): Analytics['breakdownCounts'] {
+  return {
+    performance: count('pageload') + count('performance'),
+    errors: count('error'),
+    feedback: count('feedback'),
+    clicks: count('click') + count('interaction'),
+  };
+}
+
 export const seriesLabels = (): string[] => Array.from({ length: SERIES_DAYS }, (_, i) => String(i + 1));
 export const round2 = (n: number): number => Math.round(n * 100) / 100;
 
@@ -163,12 +173,7 @@ export function computeStats(events: readonly StoredEvent[], now: number): Stats
     averageLatency: latencyCount ? Math.round(latencySum / latencyCount) : 0,
     recentActivity,
     analytics: {
-      breakdownCounts: {
-        performance: n('pageload') + n('performance'),
-        errors: n('error'),
-        feedback: n('feedback'),
-        clicks: n('click') + n('interaction'),
-      },
+      breakdownCounts: breakdownCounts(n),
       feedbackBreakdown,
       feedbackTotal,
       feedbackAverage: feedbackTotal ? round2(feedbackSum / feedbackTotal) : 0,

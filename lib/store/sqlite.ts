@@ -19,7 +19,7 @@ import { basename, dirname, join } from 'node:path';
 import type { Database, SqlJsStatic, Statement } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
 import {
-  ACTIVE_WINDOW_MS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, feedbackRating, pageloadDuration,
+  ACTIVE_WINDOW_MS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, breakdownCounts, feedbackRating, pageloadDuration,
   round2, routeKey, seriesLabels, type LatencySummary, type Stats,
 } from '../stats.ts';
 import { JournalWriter, listSegments, readSegments, removeSegmentsUpTo, segmentPath } from './journal.ts';
@@ -610,12 +610,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         averageLatency: a.latencyCount ? Math.round(a.latencySum / a.latencyCount) : 0,
         recentActivity: a.total ? listSync({ userId, limit: RECENT_ACTIVITY }) : [],
         analytics: {
-          breakdownCounts: {
-            performance: n('pageload') + n('performance'),
-            errors: n('error'),
-            feedback: n('feedback'),
-            clicks: n('click') + n('interaction'),
-          },
+          breakdownCounts: breakdownCounts(n),
           feedbackBreakdown: { '1': fb[0], '2': fb[1], '3': fb[2], '4': fb[3], '5': fb[4] },
           feedbackTotal,
           feedbackAverage: feedbackTotal ? round2(a.feedbackSum / feedbackTotal) : 0,
