@@ -21,7 +21,7 @@ function eventsOf(owner: string) {
   }));
 }
 
-for (const [name, open] of [['memory', async () => createMemoryStore()] as const, ...storeFactories()]) {
+for (const [name, open] of [['memory', async () => createMemoryStore()] as const, ...(await storeFactories())]) {
   test(`isolation (${name}): every read endpoint and both streams, both directions`, async () => {
     const store: Store = await open();
     const { send, as } = app({ store });

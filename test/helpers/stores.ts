@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { openSqliteStore } from '../../lib/store/sqlite.ts';
 import type { Store } from '../../lib/store/types.ts';
+import { openFreshPostgresStore, unavailableReason } from './postgres.ts';
 
 /** A sqlite store in a fresh temp directory, removed again when the store is closed. */
 export async function tempSqliteStore(): Promise<Store> {
@@ -17,6 +18,9 @@ export async function tempSqliteStore(): Promise<Store> {
   });
 }
 
-export function storeFactories(): (readonly [string, () => Promise<Store>])[] {
-  return [['sqlite', tempSqliteStore]];
+/** sqlite always; PostgreSQL when a server is reachable (its own suite says when it is not). */
+export async function storeFactories(): Promise<(readonly [string, () => Promise<Store>])[]> {
+  const stores: (readonly [string, () => Promise<Store>])[] = [['sqlite', tempSqliteStore]];
+  if ((await unavailableReason()) === null) stores.push(['postgres', openFreshPostgresStore]);
+  return stores;
 }
