@@ -4,7 +4,7 @@ import postgres from 'postgres';
 import type { StoredEvent } from '../event.ts';
 import {
   ACTIVE_WINDOW_MS, LATENCY_POINTS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, UNKNOWN,
-  feedbackRating, pageloadDuration, round2, routeKey, seriesLabels,
+  breakdownCounts, feedbackRating, pageloadDuration, round2, routeKey, seriesLabels,
   type LatencySummary, type Stats,
 } from '../stats.ts';
 import { MIGRATION_LOCK, MIGRATIONS } from './postgres-migrations.ts';
@@ -561,12 +561,7 @@ async function statsOf(sql: postgres.Sql, userId: string, now: number): Promise<
     averageLatency: latencyCount ? Math.round(latencySum / latencyCount) : 0,
     recentActivity: recent.map(toEvent),
     analytics: {
-      breakdownCounts: {
-        performance: n('pageload') + n('performance'),
-        errors: n('error'),
-        feedback: n('feedback'),
-        clicks: n('click') + n('interaction'),
-      },
+      breakdownCounts: breakdownCounts(n),
       feedbackBreakdown,
       feedbackTotal,
       feedbackAverage: feedbackTotal ? round2(feedbackSum / feedbackTotal) : 0,
