@@ -9,3 +9,9 @@ export { normalise, uuidv7, KNOWN_EVENT_TYPES, type StoredEvent, type RawEvent }
 export { validateEvents, batchItems, EventEnvelope, MAX_BATCH } from './schema.ts';
 export { resolveOwner } from './owner.ts';
 export { computeStats, percentile, type Stats, type LatencySummary } from './stats.ts';
+export { openSqliteStore } from './store/sqlite.ts';
+export { openPostgresStore } from './store/postgres.ts';
+export { StoreUnavailableError } from './store/types.ts';
+export { computeInsights, fingerprint, type Insights } from './insights.ts';
+export { parseDeveloperQuery, evaluateQuery, type DeveloperQuery } from './query.ts';
+export { createRateLimiter, type RateLimiter } from './ratelimit.ts';
