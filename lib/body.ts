@@ -1,4 +1,5 @@
 // Reading request bodies within limits: size before and after gzip, content types sendBeacon uses.
+import { concat } from './bytes.ts';
 import { HttpError } from './http.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -62,14 +63,7 @@ async function collect(stream: ReadableStream<Uint8Array>, limit: number): Promi
     }
     chunks.push(value);
   }
-  if (chunks.length === 1) return chunks[0];
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.byteLength;
-  }
-  return out;
+  return chunks.length ? concat(chunks) : new Uint8Array(0);
 }
 
 function limitStream(limit: number): TransformStream<Uint8Array, Uint8Array> {

@@ -1,4 +1,5 @@
 // The live stream (SPEC 4.5): fan-out of newly stored events to SSE subscribers, scoped by owner.
+import { concat } from './bytes.ts';
 import type { StoredEvent } from './event.ts';
 
 export interface HubOptions {
@@ -53,8 +54,10 @@ const KEEP_ALIVE = encoder.encode(': keep-alive\n\n');
 const EXPIRED = encoder.encode('event: expired\ndata: {"reason":"token expired"}\n\n');
 
 interface Frame {
+  seq: number;
   plain: Uint8Array;
-  numbered: Uint8Array;
+  /** Built on first use: only developer-stream subscribers want ids. */
+  numbered?: Uint8Array;
 }
 
 /** A broadcast kept for replay; encoded only if someone asks for it. */
@@ -119,7 +122,7 @@ export function createHub(options: HubOptions = {}): Hub {
       if (s.pending.length === 0) continue;
       const parts = s.pending;
       s.pending = [];
-      write(s, parts.length === 1 ? parts[0] : concat(parts));
+      write(s, concat(parts));
     }
   };
 
@@ -179,12 +182,11 @@ export function createHub(options: HubOptions = {}): Hub {
       // Encode once per owner present in the batch, never once per subscriber.
       const frames = new Map<string | null, Frame>();
       for (const [owner, list] of byOwner) {
-        const plain = sseData(list);
-        frames.set(owner, { plain, numbered: numbered(seqs.get(owner)!, plain) });
+        frames.set(owner, { seq: seqs.get(owner)!, plain: sseData(list) });
       }
       for (const s of subscribers) {
         const frame = frames.get(s.userId);
-        if (frame) s.pending.push(s.ids ? frame.numbered : frame.plain);
+        if (frame) s.pending.push(s.ids ? (frame.numbered ??= numbered(frame.seq, frame.plain)) : frame.plain);
       }
       flushTimer ??= setTimeout(flush, coalesceMs);
     },
@@ -204,18 +206,6 @@ export function createHub(options: HubOptions = {}): Hub {
       }
     },
   };
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const p of parts) size += p.byteLength;
-  const out = new Uint8Array(size);
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.byteLength;
-  }
-  return out;
 }
 
 /** Keep-alive timers must not keep a process alive on their own (Node and Deno differ). */

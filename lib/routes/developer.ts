@@ -4,8 +4,7 @@ import { json } from '../http.ts';
 import { computeInsights } from '../insights.ts';
 import { evaluateQuery, parseDeveloperQuery, SCAN_LIMIT } from '../query.ts';
 import { requireIdentity, requireUser, type Context } from '../context.ts';
-import { SSE_HEADERS } from './stream.ts';
-import { HttpError } from '../http.ts';
+import { sseResponse } from './stream.ts';
 
 /** Insights cover this many of the user's most recent events (route latencies cover all of them). */
 export const INSIGHTS_WINDOW = 10_000;
@@ -14,9 +13,7 @@ export async function developerStream(ctx: Context, request: Request): Promise<R
   const { userId, expiresAt } = await requireIdentity(ctx, request);
   const last = request.headers.get('last-event-id') ?? new URL(request.url).searchParams.get('lastEventId');
   const lastEventId = last !== null && /^\d{1,20}$/.test(last) ? Number(last) : undefined;
-  const body = ctx.hub.subscribe({ userId, ids: true, lastEventId, closeAt: expiresAt });
-  if (!body) throw new HttpError(503, 'too_many_streams', 'Too many open streams; try again later', { 'retry-after': '10' });
-  return new Response(body, { status: 200, headers: SSE_HEADERS });
+  return sseResponse(ctx, { userId, ids: true, lastEventId, closeAt: expiresAt });
 }
 
 export async function insights(ctx: Context, request: Request): Promise<Response> {

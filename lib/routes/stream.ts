@@ -1,6 +1,7 @@
 // GET /api/events/stream (SPEC 4.5): open, but scoped to whoever the subscriber is (DESIGN.md).
 import { CORS_HEADERS, HttpError } from '../http.ts';
 import type { Context } from '../context.ts';
+import type { Subscription } from '../hub.ts';
 
 export const SSE_HEADERS: Record<string, string> = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -11,10 +12,15 @@ export const SSE_HEADERS: Record<string, string> = {
   ...CORS_HEADERS,
 };
 
+/** An SSE response for a new hub subscriber, or 503 past the cap on open streams. */
+export function sseResponse(ctx: Context, subscription: Subscription): Response {
+  const body = ctx.hub.subscribe(subscription);
+  if (!body) throw new HttpError(503, 'too_many_streams', 'Too many open streams; try again later', { 'retry-after': '10' });
+  return new Response(body, { status: 200, headers: SSE_HEADERS });
+}
+
 export async function eventStream(ctx: Context, request: Request): Promise<Response> {
   // Identified subscribers get their own events; anyone else only unowned events.
   const { userId, expiresAt } = await ctx.auth.resolve(request);
-  const body = ctx.hub.subscribe({ userId, closeAt: userId ? expiresAt : undefined });
-  if (!body) throw new HttpError(503, 'too_many_streams', 'Too many open streams; try again later', { 'retry-after': '10' });
-  return new Response(body, { status: 200, headers: SSE_HEADERS });
+  return sseResponse(ctx, { userId, closeAt: userId ? expiresAt : undefined });
 }
