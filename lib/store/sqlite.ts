@@ -1,31 +1,34 @@
-// The persisted variant's store: SQLite (sql.js, in memory) + an fsynced journal + snapshots.
+// The persisted variant's store: SQLite (sql.js, in memory, on a worker thread) + an fsynced journal
+// + snapshots.
 //
 // Why this shape:
 // - sql.js keeps the whole database in memory; nothing reaches disk unless we write it. An event is
 //   acknowledged only after its journal line is fsynced (group commit: the requests that arrive
 //   while one fsync runs share the next one). A snapshot alone lost acknowledged events on kill -9.
-// - A snapshot is `db.export()` (outside any transaction) → temp file → fsync → rename → fsync of
-//   the directory → delete the journal segments it covers. export() blocks the thread in proportion
-//   to the database size, so snapshots are rare: after a quiet period, when the journal passes a
-//   size threshold, and at shutdown. The file write itself runs in the background while new
-//   journal lines go to a fresh segment.
-// - Start-up loads the snapshot and replays every remaining segment idempotently by (user_id, id);
-//   unparseable lines (a torn tail) are skipped and reported.
+// - The database lives on a worker thread (sqlite-worker.ts) because a snapshot is `db.export()`,
+//   which blocks its thread in proportion to the database size (~0.6 s at 1M events) and sql.js
+//   cannot read a database out incrementally. This thread keeps what acknowledging needs: the
+//   journal writer, the group commit and the dedupe decision (a set of stored (owner, id) keys), so
+//   an insert never waits for the worker. The worker applies what this thread acknowledged, in order.
+// - Every message to the worker is handled in the order sent, which gives two guarantees for free:
+//   a read sent after an insert was acknowledged sees it, and a snapshot sent right after the
+//   journal was rotated holds exactly the lines of the closed segments. The worker then writes the
+//   file (temp → fsync → rename → fsync dir → delete covered segments) while this thread carries on.
+// - Start-up (in the worker) loads the snapshot and replays every remaining segment idempotently by
+//   (user_id, id); unparseable lines (a torn tail) are skipped and reported.
 // - /api/stats reads aggregates kept per user on insert and prune (sqlite-aggregates.ts) plus three
 //   indexed queries, instead of scanning the user's events.
-import { createRequire } from 'node:module';
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
-import type { Database, SqlJsStatic, Statement } from 'sql.js';
+// - If the worker dies, every operation answers StoreUnavailableError (503) instead of hanging;
+//   acknowledged events are in the journal and come back at the next start.
+import { rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { StoredEvent } from '../event.ts';
-import {
-  ACTIVE_WINDOW_MS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, breakdownCounts, feedbackRating, pageloadDuration,
-  round2, routeKey, seriesLabels, type LatencySummary, type Stats,
-} from '../stats.ts';
-import { JournalWriter, listSegments, readSegments, removeSegmentsUpTo, segmentPath } from './journal.ts';
-import { UserAgg, type AggRow } from './sqlite-aggregates.ts';
-import { ROW_COLUMNS, eventFromRow, metadataOf, type ColValues, type RowValues } from './sqlite-row.ts';
-import { StoreUnavailableError, type AppUser, type EventQuery, type Store, type StoreHealth, type UserSync } from './types.ts';
+import type { Stats } from '../stats.ts';
+import { JournalWriter, segmentPath } from './journal.ts';
+import type { FromWorker, HealthFigures, InitResult, Request, ToWorker } from './sqlite-worker.ts';
+import { StoreUnavailableError, type AppUser, type Store, type StoreHealth, type UserSync } from './types.ts';
 
 export interface SqliteStoreOptions {
   /** Database file; the journal segments and snapshot temp files live beside it. */
@@ -48,67 +51,23 @@ export interface SqliteStoreOptions {
   retentionIntervalMs?: number;
   /** Clock (ms); tests pass a fixed one. */
   now?: () => number;
-  /** Test seam: runs after the temp file is fsynced and before it is renamed into place. */
+  /**
+   * Test seam: runs after the temp file is fsynced and before it is renamed into place. The worker
+   * writing the snapshot waits for it; if it throws, the snapshot fails as a failed write would.
+   */
   beforeSnapshotRename?: (tempPath: string) => void | Promise<void>;
+  /** Test seam: receives the worker thread that owns the database (tests stop it to see a crash). */
+  onWorker?: (worker: Worker) => void;
 }
 
 export const DEFAULT_RETENTION_DAYS = 90;
 export const DEFAULT_MAX_EVENTS = 1_000_000;
-const DAY_MS = 86_400_000;
-const PRUNE_BATCH = 2000;
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS events (
-  seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL,
-  type TEXT NOT NULL,
-  timestamp TEXT NOT NULL,
-  source TEXT,
-  session_id TEXT,
-  page_url TEXT,
-  message TEXT,
-  severity TEXT,
-  app_version TEXT,
-  metadata TEXT NOT NULL,
-  received_at TEXT NOT NULL,
-  user_id TEXT NOT NULL,
-  route_key TEXT,
-  duration REAL,
-  ttfb REAL,
-  rating INTEGER
-);
-CREATE UNIQUE INDEX IF NOT EXISTS events_user_id ON events(user_id, id);
-CREATE INDEX IF NOT EXISTS events_user ON events(user_id);
-CREATE INDEX IF NOT EXISTS events_user_type ON events(user_id, type);
-CREATE INDEX IF NOT EXISTS events_user_version ON events(user_id, app_version);
-CREATE INDEX IF NOT EXISTS events_user_received ON events(user_id, received_at);
-CREATE INDEX IF NOT EXISTS events_user_session ON events(user_id, session_id);
-CREATE TABLE IF NOT EXISTS users (
-  idp_user_id TEXT PRIMARY KEY,
-  email TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  last_seen_at TEXT NOT NULL
-);
-`;
-
-// The owner column is NOT NULL so that the unique (user_id, id) index also dedupes anonymous
-// events (SQLite treats NULLs as distinct); '' stands for "no owner" and is read back as null.
-const ownerKey = (userId: string | null) => userId ?? '';
-
-let sqlPromise: Promise<SqlJsStatic> | null = null;
-
-/** Loads sql.js once, reading its .wasm from node_modules (no network; Deno needs --allow-read). */
-function loadSql(): Promise<SqlJsStatic> {
-  sqlPromise ??= (async () => {
-    const require = createRequire(import.meta.url);
-    const main = require.resolve('sql.js');
-    const wasm = await readFile(join(dirname(main), 'sql-wasm.wasm'));
-    const mod = (await import('sql.js')) as unknown as { default: (c: object) => Promise<SqlJsStatic> };
-    const init = mod.default;
-    return init({ wasmBinary: wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength) });
-  })();
-  return sqlPromise;
-}
+/**
+ * Journal text sent to the worker and not yet applied, past which the commit loop waits: the worker
+ * applies ~20k events/s, so this bounds both the memory of the backlog and how stale a read can be
+ * (a read queues behind it) during a bulk load. Ordinary traffic and a snapshot's export never get near.
+ */
+const MAX_UNAPPLIED_BYTES = 8 * 1024 * 1024;
 
 /** The database file exists but is not a database sql.js can read. */
 export class CorruptDatabaseError extends Error {
@@ -130,6 +89,24 @@ interface Op {
   reject: (e: unknown) => void;
 }
 
+declare const Deno: unknown;
+
+/**
+ * Starts the worker. Node 20 does not apply the main thread's `--import tsx` loader inside workers,
+ * so when this module runs as TypeScript on Node the worker first registers tsx, then imports the
+ * worker module. Deno and Bun run TypeScript workers natively.
+ */
+function startWorker(): Worker {
+  const url = new URL('./sqlite-worker' + (import.meta.url.endsWith('.ts') ? '.ts' : '.js'), import.meta.url);
+  const native = typeof Deno !== 'undefined' || typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined';
+  if (native || !url.pathname.endsWith('.ts')) return new Worker(url);
+  const tsx = import.meta.resolve('tsx/esm/api');
+  return new Worker(
+    `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(url.href)}); });`,
+    { eval: true },
+  );
+}
+
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<Store> {
   const path = options.path;
   const retentionDays = options.retentionDays ?? DEFAULT_RETENTION_DAYS;
@@ -140,271 +117,109 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   const gapMs = options.gapSnapshotMs ?? 1000;
   const retentionIntervalMs = options.retentionIntervalMs ?? 60_000;
   const clock = options.now ?? Date.now;
-  const dir = dirname(path);
-  const tmpPrefix = basename(path) + '.tmp-';
 
-  await mkdir(dir, { recursive: true });
-  // A snapshot interrupted before its rename leaves a temp file; the database file is intact.
-  for (const name of await readdir(dir)) {
-    if (name.startsWith(tmpPrefix)) {
-      await rm(join(dir, name), { force: true });
-      log(`removed an unfinished snapshot ${name} (the previous snapshot and the journal are intact)`);
+  await mkdir(dirname(path), { recursive: true });
+
+  // ---- the dedupe set: owner → ids stored for that owner ----
+  // Kept here so acknowledging never waits for the worker; filled from the worker at start, it
+  // learns of new events on insert and of removed ones when the worker reports what retention pruned.
+  const keys = new Map<string, Set<string>>();
+  let closed = false;
+  const drainWaiters: (() => void)[] = [];
+
+  // ---- the worker and its requests ----
+  const worker = startWorker();
+  options.onWorker?.(worker);
+  let nextId = 0;
+  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  /** Why the worker is gone; once set, every operation answers StoreUnavailableError. */
+  let failure: StoreUnavailableError | null = null;
+  // The worker must not keep the process alive by itself (the old single-thread store did not),
+  // but must while someone waits for its answer.
+  worker.unref();
+
+  function request<T>(req: Request): Promise<T> {
+    if (failure) return Promise.reject(failure);
+    const id = ++nextId;
+    if (pending.size === 0) worker.ref();
+    return new Promise<T>((resolve, reject) => {
+      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      worker.postMessage({ id, req } satisfies ToWorker);
+    });
+  }
+
+  function fail(reason: string, cause?: unknown) {
+    if (failure) return;
+    failure = new StoreUnavailableError(`The database worker stopped (${reason}); acknowledged events are in the journal`, { cause });
+    log(`sqlite: ${failure.message}`);
+    for (const p of pending.values()) p.reject(failure);
+    pending.clear();
+    worker.unref();
+    for (const w of drainWaiters.splice(0)) w();
+    void worker.terminate();
+  }
+
+  worker.on('message', (msg: FromWorker) => {
+    if ('log' in msg) return log(msg.log);
+    if ('pruned' in msg) {
+      for (let i = 0; i < msg.pruned.length; i += 2) keys.get(msg.pruned[i])?.delete(msg.pruned[i + 1]);
+      return;
     }
-  }
-
-  const SQL = await loadSql();
-  let existing: Uint8Array | null = null;
-  try {
-    existing = await readFile(path);
-  } catch (err) {
-    if ((err as { code?: string }).code !== 'ENOENT') throw err;
-  }
-  let db: Database;
-  try {
-    db = existing && existing.length ? new SQL.Database(existing) : new SQL.Database();
-    db.exec('SELECT count(*) FROM sqlite_master');
-  } catch (err) {
-    throw new CorruptDatabaseError(path, err);
-  }
-  existing = null;
-  // Our journal is the durability; SQLite's own rollback journal can stay in memory.
-  db.exec('PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA cache_size=-16000; PRAGMA temp_store=MEMORY;');
-  try {
-    db.exec(SCHEMA);
-  } catch (err) {
-    throw new CorruptDatabaseError(path, err);
-  }
-
-  const insertStmt = db.prepare(
-    `INSERT OR IGNORE INTO events (seq, id, type, timestamp, source, session_id, page_url, message, severity, app_version,
-       metadata, received_at, user_id, route_key, duration, ttfb, rating)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const upsertUserStmt = db.prepare(
-    `INSERT INTO users (idp_user_id, email, display_name, last_seen_at) VALUES (?, ?, ?, ?)
-     ON CONFLICT(idp_user_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name, last_seen_at = excluded.last_seen_at`,
-  );
-  const getUserStmt = db.prepare('SELECT idp_user_id, email, display_name, last_seen_at FROM users WHERE idp_user_id = ?');
-  // INDEXED BY: sql.js's planner otherwise may pick the (user_id, id) index and sort the user's rows.
-  const listStmts = {
-    all: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user WHERE user_id = ? ORDER BY seq DESC LIMIT ?`),
-    type: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_type WHERE user_id = ? AND type = ? ORDER BY seq DESC LIMIT ?`),
-    version: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_version WHERE user_id = ? AND app_version = ? ORDER BY seq DESC LIMIT ?`),
-    both: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_type WHERE user_id = ? AND type = ? AND app_version = ? ORDER BY seq DESC LIMIT ?`),
-  };
-  const activeStmt = db.prepare(
-    `SELECT COUNT(DISTINCT session_id) FROM events INDEXED BY events_user_received
-     WHERE user_id = ? AND received_at >= ? AND received_at <= ? AND session_id IS NOT NULL`,
-  );
-  const oldestStmt = db.prepare(
-    `SELECT seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating
-     FROM events ORDER BY seq LIMIT ?`,
-  );
-  const deleteUpToStmt = db.prepare('DELETE FROM events WHERE seq <= ?');
-
-  const aggs = new Map<string, UserAgg>();
-  let eventCount = 0;
-  let maxSeq = 0;
-  let prunedTotal = 0;
-
-  const aggOf = (owner: string) => {
-    let a = aggs.get(owner);
-    if (!a) aggs.set(owner, (a = new UserAgg()));
-    return a;
-  };
-
-  const rowFromStmt = (s: Statement): { owner: string; row: AggRow } => {
-    const v = s.get();
-    const received = v[4] as string;
-    return {
-      owner: v[1] as string,
-      row: {
-        seq: v[0] as number,
-        type: v[2] as string,
-        version: v[3] as string | null,
-        receivedMs: Date.parse(received),
-        session: v[5] as string | null,
-        route: v[6] as string | null,
-        duration: v[7] as number | null,
-        ttfb: v[8] as number | null,
-        timestamp: v[9] as string,
-        rating: v[10] as number | null,
-      },
-    };
-  };
-
-  /** Inserts events (in one transaction); returns those newly stored. Synchronous on purpose. */
-  function applyEvents(events: StoredEvent[]): StoredEvent[] {
-    const stored: StoredEvent[] = [];
-    db.exec('BEGIN');
-    try {
-      for (let i = 0; i < events.length; i++) {
-        const e = events[i];
-        const owner = ownerKey(e.user_id);
-        const receivedMs = Date.parse(e.receivedAt);
-        const receivedAt = Number.isFinite(receivedMs) ? new Date(receivedMs).toISOString() : String(e.receivedAt);
-        const duration = pageloadDuration(e);
-        const route = duration === null ? null : routeKey(e);
-        const ttfb = typeof e.data?.ttfb === 'number' && Number.isFinite(e.data.ttfb) ? e.data.ttfb : null;
-        const rating = feedbackRating(e);
-        const session = e.sessionId || null;
-        const seq = maxSeq + 1;
-        const version = e.deployVersion ?? null;
-        const cols: ColValues = [e.id, e.type, e.timestamp, receivedAt, owner, session, version, e.page_url ?? null, e.source ?? null, e.message ?? null, e.severity ?? null];
-        insertStmt.run([
-          seq, e.id, e.type, e.timestamp, cols[8], session, cols[7], cols[9], cols[10], version,
-          metadataOf(e, cols), receivedAt, owner, route, duration, duration === null ? null : ttfb, rating,
-        ]);
-        if (db.getRowsModified() !== 1) continue;
-        maxSeq = seq;
-        eventCount++;
-        stored.push(e);
-        aggOf(owner).apply(
-          { seq, type: e.type, version: e.deployVersion, receivedMs, session, route, duration, ttfb: duration === null ? null : ttfb, timestamp: e.timestamp, rating },
-          1,
+    if ('beforeRename' in msg) {
+      const token = msg.beforeRename;
+      Promise.resolve()
+        .then(() => options.beforeSnapshotRename?.(msg.tmp))
+        .then(
+          () => worker.postMessage({ renameAnswer: token, error: null } satisfies ToWorker),
+          (err: unknown) => worker.postMessage({ renameAnswer: token, error: err instanceof Error ? err.message : String(err) } satisfies ToWorker),
         );
-      }
-      db.exec('COMMIT');
-    } catch (err) {
-      db.exec('ROLLBACK');
-      throw err;
+      return;
     }
-    return stored;
+    const p = pending.get(msg.id);
+    if (!p) return;
+    pending.delete(msg.id);
+    if (pending.size === 0) worker.unref();
+    if (msg.ok) p.resolve(msg.value);
+    else if (msg.error.name === 'CorruptDatabaseError') p.reject(new CorruptDatabaseError(path, new Error(msg.error.message)));
+    else p.reject(Object.assign(new Error(msg.error.message), { name: msg.error.name }));
+  });
+  worker.on('error', (err: unknown) => fail(err instanceof Error ? err.message : String(err), err));
+  worker.on('exit', (code: number) => {
+    if (!closed) fail(`exit code ${code}`);
+  });
+
+  let init: InitResult;
+  try {
+    init = await request<InitResult>({
+      op: 'init',
+      args: { path, retentionDays, maxEvents, now: clock(), askBeforeRename: !!options.beforeSnapshotRename },
+    });
+  } catch (err) {
+    await worker.terminate();
+    throw err;
   }
 
-  function applyUser(u: AppUser) {
-    upsertUserStmt.run([u.idp_user_id, u.email, u.display_name, u.last_seen_at]);
-  }
-
-  /** Deletes up to PRUNE_BATCH of the oldest rows matching `old`; returns how many. */
-  function pruneBatch(limit: number, old: (receivedAt: string) => boolean): number {
-    const rows: { owner: string; row: AggRow }[] = [];
-    oldestStmt.bind([Math.min(limit, PRUNE_BATCH)]);
-    try {
-      while (oldestStmt.step()) {
-        const received = oldestStmt.get()[4] as string;
-        if (!old(received)) break;
-        rows.push(rowFromStmt(oldestStmt));
-      }
-    } finally {
-      oldestStmt.reset();
-    }
-    if (!rows.length) return 0;
-    db.exec('BEGIN');
-    try {
-      deleteUpToStmt.run([rows[rows.length - 1].row.seq]);
-      db.exec('COMMIT');
-    } catch (err) {
-      db.exec('ROLLBACK');
-      throw err;
-    }
-    for (const { owner, row } of rows) {
-      const a = aggOf(owner);
-      a.apply(row, -1);
-      if (a.total === 0) aggs.delete(owner);
-    }
-    eventCount -= rows.length;
-    prunedTotal += rows.length;
-    return rows.length;
-  }
-
-  /** Retention by age and count, oldest first, a bounded batch at a time. Returns rows pruned. */
-  function prune(maxRows = Infinity): { byAge: number; byCount: number } {
-    let byAge = 0, byCount = 0;
-    if (retentionDays > 0) {
-      const cutoff = new Date(clock() - retentionDays * DAY_MS).toISOString();
-      while (byAge < maxRows) {
-        const n = pruneBatch(maxRows - byAge, (r) => r < cutoff);
-        byAge += n;
-        if (n < PRUNE_BATCH) break;
-      }
-    }
-    while (eventCount > maxEvents && byCount < maxRows) {
-      const n = pruneBatch(Math.min(eventCount - maxEvents, maxRows - byCount), () => true);
-      if (!n) break;
-      byCount += n;
-    }
-    unloggedAge += byAge;
-    unloggedCount += byCount;
-    // At the count limit every write prunes a little: one line a minute, not one per batch.
-    if ((unloggedAge || unloggedCount) && (clock() - lastPruneLog >= 60_000 || maxRows === Infinity)) {
-      lastPruneLog = clock();
-      if (unloggedAge) log(`retention: pruned ${unloggedAge} events received more than ${retentionDays} days ago`);
-      if (unloggedCount) log(`retention: pruned ${unloggedCount} oldest events beyond SERVICE_MAX_EVENTS=${maxEvents}`);
-      unloggedAge = unloggedCount = 0;
-    }
-    return { byAge, byCount };
-  }
-  let unloggedAge = 0, unloggedCount = 0, lastPruneLog = -Infinity;
-
-  // ---- start-up: snapshot → journal replay → aggregates → retention → compaction ----
-  {
-    const s = db.prepare('SELECT COALESCE(MAX(seq), 0), COUNT(*) FROM events');
-    s.step();
-    [maxSeq, eventCount] = s.get() as number[];
-    s.free();
-  }
-  const segments = await listSegments(path);
-  const replayStart = performance.now();
-  const journal = await readSegments(segments);
-  let replayed = 0;
-  for (let i = 0; i < journal.entries.length; ) {
-    const events: StoredEvent[] = [];
-    // Apply in journal order: runs of events in one transaction, users as they come.
-    for (; i < journal.entries.length && events.length < 5000; i++) {
-      const entry = journal.entries[i];
-      if ('u' in entry) {
-        if (events.length) break;
-        applyUser(entry.u);
-        continue;
-      }
-      events.push(entry.e as StoredEvent);
-    }
-    if (events.length) replayed += applyEvents(events).length;
-  }
-  const replayMs = performance.now() - replayStart;
-  for (const t of journal.skipped) {
-    log(`journal: skipped an unreadable ${t.last ? 'last ' : ''}line ${t.line} (${t.bytes} bytes) of ${t.path}` +
-      (t.last ? ' (torn by a crash; it was never acknowledged)' : ''));
-  }
-  if (segments.length) {
-    log(`journal: replayed ${journal.entries.length} entries from ${segments.length} segment(s) (${replayed} events new) in ${Math.round(replayMs)} ms`);
-  }
-
-  // Aggregates are rebuilt from the rows (by column, no JSON parsing) rather than persisted.
-  aggs.clear();
-  {
-    const all = db.prepare(
-      'SELECT seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating FROM events ORDER BY seq',
-    );
-    while (all.step()) {
-      const { owner, row } = rowFromStmt(all);
-      aggOf(owner).apply(row, 1);
-    }
-    all.free();
-  }
-  const startPruned = prune();
+  for (const [owner, ids] of Object.entries(init.keys)) keys.set(owner, new Set(ids.split('\n')));
+  (init as { keys: unknown }).keys = null;
 
   // ---- journal writer, group commit and snapshots ----
-  let writer = await JournalWriter.open(path, segments.length ? segments[segments.length - 1].seq + 1 : 1);
+  const writer = await JournalWriter.open(path, init.lastSegment + 1);
   let queue: Op[] = [];
   let running = false;
-  let closed = false;
   let tornTail = false;
   let lastWriteAt = clock();
-  let snapshotWrite: Promise<void> | null = null;
-  let lastSnapshot: { at: string; events: number; bytes: number; exportMs: number; writeMs: number } | null = null;
-  let snapshotBytesOnDisk = 0;
-  try {
-    snapshotBytesOnDisk = (await stat(path)).size;
-  } catch {
-    // no snapshot yet
-  }
+  /** The snapshot in progress (at most one: a second would hold a second export in memory). */
+  let snapshotting: Promise<void> | null = null;
+  /** Journal text posted to the worker whose application it has not confirmed yet. */
+  let unappliedBytes = 0;
+  /** New entries of the current group, sent to the worker in one message after the fsync. */
+  let outbox = '';
 
   const encoder = new TextEncoder();
 
   function enqueue<T>(lines: string, apply: () => T): Promise<Awaited<T>> {
     if (closed) return Promise.reject(new StoreUnavailableError('The store is closed'));
+    if (failure) return Promise.reject(failure);
     return new Promise<Awaited<T>>((resolve, reject) => {
       queue.push({ lines, apply, resolve: resolve as (v: unknown) => void, reject });
       if (!running) {
@@ -414,9 +229,26 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     });
   }
 
+  function sendOutbox() {
+    if (!outbox) return;
+    const text = outbox;
+    outbox = '';
+    unappliedBytes += text.length;
+    request({ op: 'apply', lines: text, now: clock() }).then(
+      () => {
+        unappliedBytes -= text.length;
+        if (unappliedBytes <= MAX_UNAPPLIED_BYTES) for (const w of drainWaiters.splice(0)) w();
+      },
+      // The journal has these lines but the database does not: a restart replays them. Until then
+      // reads would miss acknowledged events, so the store stops answering rather than lie.
+      (err: unknown) => fail(`applying acknowledged events failed: ${err instanceof Error ? err.message : String(err)}`, err),
+    );
+  }
+
   async function loop() {
     try {
       while (queue.length) {
+        while (unappliedBytes > MAX_UNAPPLIED_BYTES && !failure) await new Promise<void>((r) => drainWaiters.push(r));
         // A barrier (lines === '') ends a group: a snapshot must not cover lines written after it.
         let end = queue.findIndex((op) => op.lines === '');
         end = end === -1 ? queue.length : end === 0 ? 1 : end;
@@ -443,11 +275,14 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
             op.reject(err);
           }
         }
-        if (eventCount > maxEvents) prune(PRUNE_BATCH * 5);
-        // export() blocks the thread (~1 s at 1M events): past the soft size wait for a pause in
-        // writes (the timer below); past 4× take it now, so replay time at start stays bounded.
-        if (writer.bytes >= 4 * journalMaxBytes && !snapshotWrite) {
-          await startSnapshot('journal size, hard limit').catch((err) => log(`snapshot failed: ${err instanceof Error ? err.message : String(err)}`));
+        // Posted before any caller's continuation runs (those are microtasks after this loop yields),
+        // so a read issued after an acknowledgement is queued behind the events it acknowledged.
+        sendOutbox();
+        // Past the soft size a snapshot waits for a pause in writes (the timer below), so the
+        // worker's export does not delay reads in the middle of a burst; past 4× it starts now, so
+        // replay time at start stays bounded.
+        if (writer.bytes >= 4 * journalMaxBytes && !snapshotting) {
+          snapshotNow('journal size, hard limit').catch(() => {});
         }
       }
     } finally {
@@ -456,169 +291,78 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   }
 
   /**
-   * Exports the database and rotates the journal (both inside the commit loop, so the export holds
-   * exactly the closed segments' lines), then writes the file in the background.
+   * Rotates the journal inside the commit loop and sends the snapshot request right after, so the
+   * worker exports exactly the closed segments' lines; resolves once the file is in place.
    */
-  async function startSnapshot(reason: string): Promise<{ written: Promise<void> }> {
-    if (snapshotWrite) await snapshotWrite.catch(() => {});
-    const t0 = performance.now();
-    const bytes = db.export();
-    const exportMs = performance.now() - t0;
-    const events = eventCount;
-    const covered = await writer.rotate();
-    const write = (async () => {
-      const t1 = performance.now();
-      const tmp = join(dir, `${tmpPrefix}${Date.now()}-${Math.random().toString(36).slice(2)}`);
-      try {
-        const fh = await open(tmp, 'w');
-        try {
-          let off = 0;
-          while (off < bytes.length) off += (await fh.write(bytes, off, Math.min(bytes.length - off, 8 << 20))).bytesWritten;
-          await fh.sync();
-        } finally {
-          await fh.close();
-        }
-        await options.beforeSnapshotRename?.(tmp);
-        await rename(tmp, path);
-        await syncDir(dir);
-        await removeSegmentsUpTo(path, covered);
-        const writeMs = performance.now() - t1;
-        snapshotBytesOnDisk = bytes.length;
-        lastSnapshot = { at: new Date(clock()).toISOString(), events, bytes: bytes.length, exportMs: Math.round(exportMs), writeMs: Math.round(writeMs) };
-        log(`snapshot (${reason}): ${events} events, ${(bytes.length / 1048576).toFixed(1)} MiB, export ${Math.round(exportMs)} ms, write ${Math.round(writeMs)} ms`);
-      } catch (err) {
-        await rm(tmp, { force: true }).catch(() => {});
-        log(`snapshot (${reason}) failed; the journal is kept: ${err instanceof Error ? err.message : String(err)}`);
-        throw err;
-      }
+  function snapshotNow(reason: string): Promise<void> {
+    const previous = snapshotting;
+    const run = (async () => {
+      if (previous) await previous.catch(() => {});
+      let done!: Promise<void>;
+      await enqueue('', async () => {
+        const covered = await writer.rotate();
+        done = request<void>({ op: 'snapshot', covered, reason, now: clock() });
+      });
+      await done;
     })();
-    const tracked: Promise<void> = write.finally(() => {
-      if (snapshotWrite === tracked) snapshotWrite = null;
+    const tracked: Promise<void> = run.finally(() => {
+      if (snapshotting === tracked) snapshotting = null;
     });
     tracked.catch(() => {});
-    snapshotWrite = tracked;
-    // Wrapped: the commit loop must not wait for the file write.
-    return { written: tracked };
+    snapshotting = tracked;
+    return tracked;
   }
 
-  /** Takes a snapshot through the commit loop and waits for its file to be in place. */
-  async function snapshotNow(reason: string): Promise<void> {
-    const { written } = await enqueue('', () => startSnapshot(reason));
-    await written;
-  }
-
-  // Compact at start when the journal held anything (or retention changed the database).
-  if (segments.length || startPruned.byAge || startPruned.byCount) {
-    if (journal.entries.length || startPruned.byAge || startPruned.byCount || journal.skipped.length) {
-      await snapshotNow('start-up');
-    } else {
-      await removeSegmentsUpTo(path, writer.seq - 1);
-    }
-  }
+  if (init.compact) await snapshotNow('start-up');
 
   const quietTimer = setInterval(() => {
-    if (closed || running || snapshotWrite || writer.bytes === 0) return;
+    if (closed || failure || running || snapshotting || writer.bytes === 0) return;
     const idle = clock() - lastWriteAt;
     if (idle >= quietMs) snapshotNow('quiet period').catch(() => {});
     else if (writer.bytes >= journalMaxBytes && idle >= gapMs) snapshotNow('journal size').catch(() => {});
   }, Math.max(50, Math.min(quietMs, gapMs, 5000) / 2));
   const retentionTimer = setInterval(() => {
-    if (closed) return;
-    enqueue('', () => prune(PRUNE_BATCH * 10)).catch(() => {});
+    if (closed || failure) return;
+    request({ op: 'prune', now: clock() }).catch(() => {});
   }, retentionIntervalMs);
   unref(quietTimer);
   unref(retentionTimer);
 
-  const userRow = (s: Statement): AppUser => {
-    const [idp_user_id, email, display_name, last_seen_at] = s.get() as string[];
-    return { idp_user_id, email, display_name, last_seen_at };
-  };
-
-  function listSync(q: EventQuery): StoredEvent[] {
-    const limit = Math.max(0, Math.floor(q.limit));
-    // '' is the anonymous owner key: unowned events appear for no user.
-    if (limit === 0 || q.userId === '') return [];
-    let stmt: Statement, params: (string | number)[];
-    if (q.type !== undefined && q.version !== undefined) [stmt, params] = [listStmts.both, [q.userId, q.type, q.version, limit]];
-    else if (q.type !== undefined) [stmt, params] = [listStmts.type, [q.userId, q.type, limit]];
-    else if (q.version !== undefined) [stmt, params] = [listStmts.version, [q.userId, q.version, limit]];
-    else [stmt, params] = [listStmts.all, [q.userId, limit]];
-    const out: StoredEvent[] = [];
-    stmt.bind(params);
-    try {
-      while (stmt.step()) out.push(eventFromRow(stmt.get() as RowValues));
-    } finally {
-      stmt.reset();
-    }
-    return out;
-  }
-
   const alive = () => {
     if (closed) throw new StoreUnavailableError('The store is closed');
+    if (failure) throw failure;
   };
 
   return {
     insert(events) {
       if (!events.length) return Promise.resolve([]);
-      let lines = '';
-      for (const e of events) lines += '{"e":' + JSON.stringify(e) + '}\n';
-      return enqueue(lines, () => applyEvents(events));
+      const lines: string[] = [];
+      for (const e of events) lines.push('{"e":' + JSON.stringify(e) + '}\n');
+      return enqueue(lines.join(''), () => {
+        // Runs after the fsync, in journal order: the first of two equal (owner, id) wins, as
+        // INSERT OR IGNORE would have decided.
+        if (failure) throw failure;
+        const stored: StoredEvent[] = [];
+        for (let i = 0; i < events.length; i++) {
+          const e = events[i];
+          const owner = e.user_id ?? '';
+          let ids = keys.get(owner);
+          if (!ids) keys.set(owner, (ids = new Set()));
+          if (ids.has(e.id)) continue;
+          ids.add(e.id);
+          stored.push(e);
+          outbox += lines[i];
+        }
+        return stored;
+      });
     },
     async list(q) {
       alive();
-      return listSync(q);
+      return request<StoredEvent[]>({ op: 'list', query: q });
     },
     async stats(userId, now): Promise<Stats> {
       alive();
-      const a = (userId !== '' && aggs.get(userId)) || new UserAgg();
-      activeStmt.bind([userId === '' ? '\u0000' : userId, new Date(now - ACTIVE_WINDOW_MS).toISOString(), new Date(now).toISOString()]);
-      let activeUsers = 0;
-      try {
-        if (activeStmt.step()) activeUsers = activeStmt.get()[0] as number;
-      } finally {
-        activeStmt.reset();
-      }
-      const latencyByRoute: Record<string, LatencySummary> = {};
-      for (const [key, r] of a.routes) {
-        const [p50, p95] = r.durations.percentiles([50, 95]);
-        latencyByRoute[key] = {
-          count: r.durations.size,
-          p50,
-          p95,
-          avg: Math.round(r.sum / r.durations.size),
-          points: r.points.map(({ duration, ttfb, timestamp }) => ({ duration, ttfb, timestamp })),
-        };
-      }
-      const today = Math.floor(now / DAY_MS);
-      const userValues: number[] = [], activityValues: number[] = [];
-      for (let i = SERIES_DAYS - 1; i >= 0; i--) {
-        const day = a.days.get(today - i);
-        userValues.push(day ? day.sessions.size : 0);
-        activityValues.push(day ? day.events : 0);
-      }
-      const n = (t: string) => a.byType.get(t) ?? 0;
-      const fb = a.feedback;
-      const feedbackTotal = fb[0] + fb[1] + fb[2] + fb[3] + fb[4];
-      return {
-        activeUsers,
-        totalEvents: a.total,
-        totalErrors: n('error'),
-        errorsByVersion: Object.fromEntries(a.errorsByVersion),
-        latencyByRoute,
-        recentErrors: a.total ? listSync({ userId, type: 'error', limit: RECENT_ERRORS }) : [],
-        eventsByType: Object.fromEntries(a.byType),
-        averageLatency: a.latencyCount ? Math.round(a.latencySum / a.latencyCount) : 0,
-        recentActivity: a.total ? listSync({ userId, limit: RECENT_ACTIVITY }) : [],
-        analytics: {
-          breakdownCounts: breakdownCounts(n),
-          feedbackBreakdown: { '1': fb[0], '2': fb[1], '3': fb[2], '4': fb[3], '5': fb[4] },
-          feedbackTotal,
-          feedbackAverage: feedbackTotal ? round2(a.feedbackSum / feedbackTotal) : 0,
-          customActivityTotal: n('custom'),
-          userSeries: { labels: seriesLabels(), values: userValues },
-          activitySeries: { labels: seriesLabels(), values: activityValues },
-        },
-      };
+      return request<Stats>({ op: 'stats', userId, now });
     },
     upsertUser(u: UserSync, now) {
       const user: AppUser = {
@@ -627,37 +371,34 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         display_name: u.displayName,
         last_seen_at: new Date(now).toISOString(),
       };
-      return enqueue(JSON.stringify({ u: user }) + '\n', () => {
-        applyUser(user);
+      const line = JSON.stringify({ u: user }) + '\n';
+      return enqueue(line, () => {
+        if (failure) throw failure;
+        outbox += line;
         return user;
       });
     },
     async getUser(id) {
       alive();
-      getUserStmt.bind([id]);
-      try {
-        return getUserStmt.step() ? userRow(getUserStmt) : null;
-      } finally {
-        getUserStmt.reset();
-      }
+      return request<AppUser | null>({ op: 'getUser', idpUserId: id });
     },
     async health(): Promise<StoreHealth> {
-      const pages = closed ? null : db.exec('PRAGMA page_count; PRAGMA page_size');
-      const databaseBytes = pages ? (pages[0].values[0][0] as number) * (pages[1].values[0][0] as number) : 0;
+      alive();
+      const figures = await request<HealthFigures>({ op: 'health' });
       return {
         storage: 'sqlite',
         databasePath: path,
-        eventCount,
-        usersWithEvents: aggs.size,
-        databaseBytes,
-        snapshotBytes: snapshotBytesOnDisk,
+        eventCount: figures.eventCount,
+        usersWithEvents: figures.usersWithEvents,
+        databaseBytes: figures.databaseBytes,
+        snapshotBytes: figures.snapshotBytes,
         journalBytes: writer.bytes,
         journalMaxBytes,
-        lastSnapshot,
+        lastSnapshot: figures.lastSnapshot,
         retentionDays,
         maxEvents,
-        prunedEvents: prunedTotal,
-        startup: { replayedEntries: journal.entries.length, replayMs: Math.round(replayMs), tornLinesSkipped: journal.skipped.length },
+        prunedEvents: figures.prunedEvents,
+        startup: figures.startup,
       };
     },
     async flush() {
@@ -669,33 +410,20 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
       clearInterval(quietTimer);
       clearInterval(retentionTimer);
       try {
-        if (writer.bytes > 0) await snapshotNow('shutdown');
-        else await enqueue('', () => undefined);
-        if (snapshotWrite) await snapshotWrite.catch(() => {});
+        if (!failure) {
+          if (writer.bytes > 0) await snapshotNow('shutdown');
+          else await enqueue('', () => undefined);
+          if (snapshotting) await snapshotting.catch(() => {});
+          await request({ op: 'close' });
+        }
       } finally {
         closed = true;
         await writer.close();
         if (writer.bytes === 0) await rm(segmentPath(path, writer.seq), { force: true });
-        for (const s of [insertStmt, upsertUserStmt, getUserStmt, activeStmt, oldestStmt, deleteUpToStmt, ...Object.values(listStmts)]) s.free();
-        db.close();
+        await worker.terminate();
       }
     },
   };
-}
-
-async function syncDir(dir: string): Promise<void> {
-  // The rename is durable only once the directory entry is; some platforms cannot fsync a directory.
-  try {
-    const fh = await open(dir, 'r');
-    try {
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code !== 'EISDIR' && code !== 'EPERM' && code !== 'EINVAL' && code !== 'EBADF') throw err;
-  }
 }
 
 function unref(timer: unknown) {

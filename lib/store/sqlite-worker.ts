@@ -1,0 +1,678 @@
+// The worker thread that owns the sqlite store's database (sql.js). sqlite.ts starts it; see there
+// for the design. This side holds everything that touches the database: schema, inserts, the per-user
+// aggregates, reads, retention, health figures, start-up (snapshot load, journal replay) and
+// snapshots (export → temp file → fsync → rename → fsync dir → delete covered journal segments).
+//
+// Why a thread: `db.export()` blocks for ~0.6 s at 1M events and sql.js cannot read a database out
+// incrementally. Here it blocks only this thread; the main thread keeps journaling and
+// acknowledging. Messages are handled strictly in arrival order (every handler is synchronous up to
+// the end of its database work), which is what makes snapshots and read-your-writes correct.
+import { createRequire } from 'node:module';
+import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { parentPort } from 'node:worker_threads';
+import type { Database, SqlJsStatic, Statement } from 'sql.js';
+import type { StoredEvent } from '../event.ts';
+import {
+  ACTIVE_WINDOW_MS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, breakdownCounts, feedbackRating, pageloadDuration,
+  round2, routeKey, seriesLabels, type LatencySummary, type Stats,
+} from '../stats.ts';
+import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
+import { UserAgg, type AggRow } from './sqlite-aggregates.ts';
+import { ROW_COLUMNS, eventFromRow, metadataOf, type ColValues, type RowValues } from './sqlite-row.ts';
+import type { AppUser, EventQuery } from './types.ts';
+
+// ---- the protocol (main thread ⇄ worker) ----
+
+export interface InitArgs {
+  path: string;
+  retentionDays: number;
+  maxEvents: number;
+  now: number;
+  /** The main thread has a beforeSnapshotRename hook: ask it before each rename. */
+  askBeforeRename: boolean;
+}
+
+export interface InitResult {
+  /** Owner → that owner's event ids joined by '\n': the main thread's dedupe set. */
+  keys: Record<string, string>;
+  /** The last journal segment found (0 when none): the writer continues after it. */
+  lastSegment: number;
+  /** Whether start-up changed the database (replay, retention, torn lines): compact now. */
+  compact: boolean;
+}
+
+export interface HealthFigures {
+  eventCount: number;
+  usersWithEvents: number;
+  databaseBytes: number;
+  snapshotBytes: number;
+  lastSnapshot: { at: string; events: number; bytes: number; exportMs: number; writeMs: number } | null;
+  prunedEvents: number;
+  startup: { replayedEntries: number; replayMs: number; tornLinesSkipped: number };
+}
+
+export type Request =
+  | { op: 'init'; args: InitArgs }
+  /** Journal lines (entries the main thread decided are new), applied in order. */
+  | { op: 'apply'; lines: string; now: number }
+  | { op: 'list'; query: EventQuery }
+  | { op: 'stats'; userId: string; now: number }
+  | { op: 'getUser'; idpUserId: string }
+  | { op: 'health' }
+  | { op: 'prune'; now: number }
+  /** Export now; the database holds exactly the journal segments up to `covered`. */
+  | { op: 'snapshot'; covered: number; reason: string; now: number }
+  | { op: 'close' };
+
+export type ToWorker = { id: number; req: Request } | { renameAnswer: number; error: string | null };
+
+export type FromWorker =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: { name: string; message: string; path?: string } }
+  | { log: string }
+  /** Rows retention removed, as owner, id, owner, id, …: the main thread forgets their keys. */
+  | { pruned: string[] }
+  | { beforeRename: number; tmp: string };
+
+// ---- the database ----
+
+const DAY_MS = 86_400_000;
+const PRUNE_BATCH = 2000;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  timestamp TEXT NOT NULL,
+  source TEXT,
+  session_id TEXT,
+  page_url TEXT,
+  message TEXT,
+  severity TEXT,
+  app_version TEXT,
+  metadata TEXT NOT NULL,
+  received_at TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  route_key TEXT,
+  duration REAL,
+  ttfb REAL,
+  rating INTEGER
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_user_id ON events(user_id, id);
+CREATE INDEX IF NOT EXISTS events_user ON events(user_id);
+CREATE INDEX IF NOT EXISTS events_user_type ON events(user_id, type);
+CREATE INDEX IF NOT EXISTS events_user_version ON events(user_id, app_version);
+CREATE INDEX IF NOT EXISTS events_user_received ON events(user_id, received_at);
+CREATE INDEX IF NOT EXISTS events_user_session ON events(user_id, session_id);
+CREATE TABLE IF NOT EXISTS users (
+  idp_user_id TEXT PRIMARY KEY,
+  email TEXT NOT NULL,
+  display_name TEXT NOT NULL,
+  last_seen_at TEXT NOT NULL
+);
+`;
+
+// The owner column is NOT NULL so that the unique (user_id, id) index also dedupes anonymous
+// events (SQLite treats NULLs as distinct); '' stands for "no owner" and is read back as null.
+export const ownerKey = (userId: string | null) => userId ?? '';
+
+/** Loads sql.js, reading its .wasm from node_modules (no network; Deno needs --allow-read). */
+async function loadSql(): Promise<SqlJsStatic> {
+  const require = createRequire(import.meta.url);
+  const main = require.resolve('sql.js');
+  const wasm = await readFile(join(dirname(main), 'sql-wasm.wasm'));
+  const mod = (await import('sql.js')) as unknown as { default: (c: object) => Promise<SqlJsStatic> };
+  return mod.default({ wasmBinary: wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength) });
+}
+
+class CorruptFile extends Error {
+  override name = 'CorruptDatabaseError';
+}
+
+const port = parentPort!;
+const post = (m: FromWorker) => port.postMessage(m);
+const log = (msg: string) => post({ log: msg });
+
+/** The open database and everything derived from it. One per worker. */
+class Engine {
+  private insertStmt: Statement;
+  private upsertUserStmt: Statement;
+  private getUserStmt: Statement;
+  private listStmts: Record<'all' | 'type' | 'version' | 'both', Statement>;
+  private activeStmt: Statement;
+  private oldestStmt: Statement;
+  private deleteUpToStmt: Statement;
+  private aggs = new Map<string, UserAgg>();
+  private eventCount = 0;
+  private maxSeq = 0;
+  private prunedTotal = 0;
+  private unloggedAge = 0;
+  private unloggedCount = 0;
+  private lastPruneLog = -Infinity;
+  private snapshotBytes = 0;
+  private lastSnapshot: HealthFigures['lastSnapshot'] = null;
+  startup = { replayedEntries: 0, replayMs: 0, tornLinesSkipped: 0 };
+  private renameAnswers = new Map<number, (error: string | null) => void>();
+  private renameTokens = 0;
+
+  constructor(private db: Database, private args: InitArgs) {
+    // Our journal is the durability; SQLite's own rollback journal can stay in memory.
+    db.exec('PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA cache_size=-16000; PRAGMA temp_store=MEMORY;');
+    try {
+      db.exec(SCHEMA);
+    } catch (err) {
+      throw new CorruptFile(String(err instanceof Error ? err.message : err));
+    }
+    this.insertStmt = db.prepare(
+      `INSERT OR IGNORE INTO events (seq, id, type, timestamp, source, session_id, page_url, message, severity, app_version,
+         metadata, received_at, user_id, route_key, duration, ttfb, rating)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.upsertUserStmt = db.prepare(
+      `INSERT INTO users (idp_user_id, email, display_name, last_seen_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT(idp_user_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name, last_seen_at = excluded.last_seen_at`,
+    );
+    this.getUserStmt = db.prepare('SELECT idp_user_id, email, display_name, last_seen_at FROM users WHERE idp_user_id = ?');
+    // INDEXED BY: sql.js's planner otherwise may pick the (user_id, id) index and sort the user's rows.
+    this.listStmts = {
+      all: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user WHERE user_id = ? ORDER BY seq DESC LIMIT ?`),
+      type: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_type WHERE user_id = ? AND type = ? ORDER BY seq DESC LIMIT ?`),
+      version: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_version WHERE user_id = ? AND app_version = ? ORDER BY seq DESC LIMIT ?`),
+      both: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_type WHERE user_id = ? AND type = ? AND app_version = ? ORDER BY seq DESC LIMIT ?`),
+    };
+    this.activeStmt = db.prepare(
+      `SELECT COUNT(DISTINCT session_id) FROM events INDEXED BY events_user_received
+       WHERE user_id = ? AND received_at >= ? AND received_at <= ? AND session_id IS NOT NULL`,
+    );
+    this.oldestStmt = db.prepare(
+      `SELECT seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating, id
+       FROM events ORDER BY seq LIMIT ?`,
+    );
+    this.deleteUpToStmt = db.prepare('DELETE FROM events WHERE seq <= ?');
+    const s = db.prepare('SELECT COALESCE(MAX(seq), 0), COUNT(*) FROM events');
+    s.step();
+    [this.maxSeq, this.eventCount] = s.get() as number[];
+    s.free();
+  }
+
+  private aggOf(owner: string) {
+    let a = this.aggs.get(owner);
+    if (!a) this.aggs.set(owner, (a = new UserAgg()));
+    return a;
+  }
+
+  /** Inserts events (in one transaction). Returns how many were new. */
+  applyEvents(events: StoredEvent[]): number {
+    const { db, insertStmt } = this;
+    let added = 0;
+    db.exec('BEGIN');
+    try {
+      for (let i = 0; i < events.length; i++) {
+        const e = events[i];
+        const owner = ownerKey(e.user_id);
+        const receivedMs = Date.parse(e.receivedAt);
+        const receivedAt = Number.isFinite(receivedMs) ? new Date(receivedMs).toISOString() : String(e.receivedAt);
+        const duration = pageloadDuration(e);
+        const route = duration === null ? null : routeKey(e);
+        const ttfb = typeof e.data?.ttfb === 'number' && Number.isFinite(e.data.ttfb) ? e.data.ttfb : null;
+        const rating = feedbackRating(e);
+        const session = e.sessionId || null;
+        const seq = this.maxSeq + 1;
+        const version = e.deployVersion ?? null;
+        const cols: ColValues = [e.id, e.type, e.timestamp, receivedAt, owner, session, version, e.page_url ?? null, e.source ?? null, e.message ?? null, e.severity ?? null];
+        insertStmt.run([
+          seq, e.id, e.type, e.timestamp, cols[8], session, cols[7], cols[9], cols[10], version,
+          metadataOf(e, cols), receivedAt, owner, route, duration, duration === null ? null : ttfb, rating,
+        ]);
+        // Replay meets events the snapshot already holds; live inserts were deduped by the main thread.
+        if (db.getRowsModified() !== 1) continue;
+        this.maxSeq = seq;
+        this.eventCount++;
+        added++;
+        this.aggOf(owner).apply(
+          { seq, type: e.type, version: e.deployVersion, receivedMs, session, route, duration, ttfb: duration === null ? null : ttfb, timestamp: e.timestamp, rating },
+          1,
+        );
+      }
+      db.exec('COMMIT');
+    } catch (err) {
+      db.exec('ROLLBACK');
+      throw err;
+    }
+    return added;
+  }
+
+  applyUser(u: AppUser) {
+    this.upsertUserStmt.run([u.idp_user_id, u.email, u.display_name, u.last_seen_at]);
+  }
+
+  /** Journal entries in journal order: runs of events in one transaction, users as they come. */
+  applyEntries(entries: JournalEntry[]): number {
+    let added = 0;
+    for (let i = 0; i < entries.length; ) {
+      const events: StoredEvent[] = [];
+      for (; i < entries.length && events.length < 5000; i++) {
+        const entry = entries[i];
+        if ('u' in entry) {
+          if (events.length) break;
+          this.applyUser(entry.u);
+          continue;
+        }
+        events.push(entry.e as StoredEvent);
+      }
+      if (events.length) added += this.applyEvents(events);
+    }
+    return added;
+  }
+
+  /** Aggregates are rebuilt from the rows (by column, no JSON parsing) rather than persisted. */
+  rebuildAggregates() {
+    this.aggs.clear();
+    const all = this.db.prepare(
+      'SELECT seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating FROM events ORDER BY seq',
+    );
+    while (all.step()) {
+      const { owner, row } = rowFrom(all.get());
+      this.aggOf(owner).apply(row, 1);
+    }
+    all.free();
+  }
+
+  /** Every stored (owner, id), grouped by owner, for the main thread's dedupe set. */
+  keys(): Record<string, string> {
+    const out: Record<string, string> = {};
+    const s = this.db.prepare('SELECT user_id, id FROM events INDEXED BY events_user_id ORDER BY user_id');
+    let owner: string | null = null, ids: string[] = [];
+    while (s.step()) {
+      const [o, id] = s.get() as string[];
+      if (o !== owner) {
+        if (owner !== null) out[owner] = ids.join('\n');
+        owner = o;
+        ids = [];
+      }
+      ids.push(id);
+    }
+    if (owner !== null) out[owner] = ids.join('\n');
+    s.free();
+    return out;
+  }
+
+  /** Deletes up to PRUNE_BATCH of the oldest rows matching `old`; returns how many. */
+  private pruneBatch(limit: number, old: (receivedAt: string) => boolean): number {
+    const { oldestStmt } = this;
+    const rows: { owner: string; row: AggRow; id: string }[] = [];
+    oldestStmt.bind([Math.min(limit, PRUNE_BATCH)]);
+    try {
+      while (oldestStmt.step()) {
+        const v = oldestStmt.get();
+        if (!old(v[4] as string)) break;
+        rows.push({ ...rowFrom(v), id: v[11] as string });
+      }
+    } finally {
+      oldestStmt.reset();
+    }
+    if (!rows.length) return 0;
+    this.db.exec('BEGIN');
+    try {
+      this.deleteUpToStmt.run([rows[rows.length - 1].row.seq]);
+      this.db.exec('COMMIT');
+    } catch (err) {
+      this.db.exec('ROLLBACK');
+      throw err;
+    }
+    const keys: string[] = [];
+    for (const { owner, row, id } of rows) {
+      const a = this.aggOf(owner);
+      a.apply(row, -1);
+      if (a.total === 0) this.aggs.delete(owner);
+      keys.push(owner, id);
+    }
+    // The main thread's dedupe set must forget them, or a re-sent pruned event would be ignored.
+    post({ pruned: keys });
+    this.eventCount -= rows.length;
+    this.prunedTotal += rows.length;
+    return rows.length;
+  }
+
+  /** Retention by age and count, oldest first, a bounded batch at a time. */
+  prune(now: number, maxRows = Infinity): { byAge: number; byCount: number } {
+    const { retentionDays, maxEvents } = this.args;
+    let byAge = 0, byCount = 0;
+    if (retentionDays > 0) {
+      const cutoff = new Date(now - retentionDays * DAY_MS).toISOString();
+      while (byAge < maxRows) {
+        const n = this.pruneBatch(maxRows - byAge, (r) => r < cutoff);
+        byAge += n;
+        if (n < PRUNE_BATCH) break;
+      }
+    }
+    while (this.eventCount > maxEvents && byCount < maxRows) {
+      const n = this.pruneBatch(Math.min(this.eventCount - maxEvents, maxRows - byCount), () => true);
+      if (!n) break;
+      byCount += n;
+    }
+    this.unloggedAge += byAge;
+    this.unloggedCount += byCount;
+    // At the count limit every write prunes a little: one line a minute, not one per batch.
+    if ((this.unloggedAge || this.unloggedCount) && (now - this.lastPruneLog >= 60_000 || maxRows === Infinity)) {
+      this.lastPruneLog = now;
+      if (this.unloggedAge) log(`retention: pruned ${this.unloggedAge} events received more than ${retentionDays} days ago`);
+      if (this.unloggedCount) log(`retention: pruned ${this.unloggedCount} oldest events beyond SERVICE_MAX_EVENTS=${maxEvents}`);
+      this.unloggedAge = this.unloggedCount = 0;
+    }
+    return { byAge, byCount };
+  }
+
+  /** Applies journal lines the main thread acknowledged, then keeps the count limit. */
+  applyLines(lines: string, now: number) {
+    const entries: JournalEntry[] = [];
+    for (const line of lines.split('\n')) if (line) entries.push(JSON.parse(line) as JournalEntry);
+    this.applyEntries(entries);
+    if (this.eventCount > this.args.maxEvents) this.prune(now, PRUNE_BATCH * 5);
+  }
+
+  list(q: EventQuery): StoredEvent[] {
+    const limit = Math.max(0, Math.floor(q.limit));
+    // '' is the anonymous owner key: unowned events appear for no user.
+    if (limit === 0 || q.userId === '') return [];
+    const s = this.listStmts;
+    let stmt: Statement, params: (string | number)[];
+    if (q.type !== undefined && q.version !== undefined) [stmt, params] = [s.both, [q.userId, q.type, q.version, limit]];
+    else if (q.type !== undefined) [stmt, params] = [s.type, [q.userId, q.type, limit]];
+    else if (q.version !== undefined) [stmt, params] = [s.version, [q.userId, q.version, limit]];
+    else [stmt, params] = [s.all, [q.userId, limit]];
+    const out: StoredEvent[] = [];
+    stmt.bind(params);
+    try {
+      while (stmt.step()) out.push(eventFromRow(stmt.get() as RowValues));
+    } finally {
+      stmt.reset();
+    }
+    return out;
+  }
+
+  stats(userId: string, now: number): Stats {
+    const a = (userId !== '' && this.aggs.get(userId)) || new UserAgg();
+    const { activeStmt } = this;
+    activeStmt.bind([userId === '' ? '\u0000' : userId, new Date(now - ACTIVE_WINDOW_MS).toISOString(), new Date(now).toISOString()]);
+    let activeUsers = 0;
+    try {
+      if (activeStmt.step()) activeUsers = activeStmt.get()[0] as number;
+    } finally {
+      activeStmt.reset();
+    }
+    const latencyByRoute: Record<string, LatencySummary> = {};
+    for (const [key, r] of a.routes) {
+      const [p50, p95] = r.durations.percentiles([50, 95]);
+      latencyByRoute[key] = {
+        count: r.durations.size,
+        p50,
+        p95,
+        avg: Math.round(r.sum / r.durations.size),
+        points: r.points.map(({ duration, ttfb, timestamp }) => ({ duration, ttfb, timestamp })),
+      };
+    }
+    const today = Math.floor(now / DAY_MS);
+    const userValues: number[] = [], activityValues: number[] = [];
+    for (let i = SERIES_DAYS - 1; i >= 0; i--) {
+      const day = a.days.get(today - i);
+      userValues.push(day ? day.sessions.size : 0);
+      activityValues.push(day ? day.events : 0);
+    }
+    const n = (t: string) => a.byType.get(t) ?? 0;
+    const fb = a.feedback;
+    const feedbackTotal = fb[0] + fb[1] + fb[2] + fb[3] + fb[4];
+    return {
+      activeUsers,
+      totalEvents: a.total,
+      totalErrors: n('error'),
+      errorsByVersion: Object.fromEntries(a.errorsByVersion),
+      latencyByRoute,
+      recentErrors: a.total ? this.list({ userId, type: 'error', limit: RECENT_ERRORS }) : [],
+      eventsByType: Object.fromEntries(a.byType),
+      averageLatency: a.latencyCount ? Math.round(a.latencySum / a.latencyCount) : 0,
+      recentActivity: a.total ? this.list({ userId, limit: RECENT_ACTIVITY }) : [],
+      analytics: {
+        breakdownCounts: breakdownCounts(n),
+        feedbackBreakdown: { '1': fb[0], '2': fb[1], '3': fb[2], '4': fb[3], '5': fb[4] },
+        feedbackTotal,
+        feedbackAverage: feedbackTotal ? round2(a.feedbackSum / feedbackTotal) : 0,
+        customActivityTotal: n('custom'),
+        userSeries: { labels: seriesLabels(), values: userValues },
+        activitySeries: { labels: seriesLabels(), values: activityValues },
+      },
+    };
+  }
+
+  getUser(id: string): AppUser | null {
+    const s = this.getUserStmt;
+    s.bind([id]);
+    try {
+      if (!s.step()) return null;
+      const [idp_user_id, email, display_name, last_seen_at] = s.get() as string[];
+      return { idp_user_id, email, display_name, last_seen_at };
+    } finally {
+      s.reset();
+    }
+  }
+
+  health(): HealthFigures {
+    const pages = this.db.exec('PRAGMA page_count; PRAGMA page_size');
+    return {
+      eventCount: this.eventCount,
+      usersWithEvents: this.aggs.size,
+      databaseBytes: (pages[0].values[0][0] as number) * (pages[1].values[0][0] as number),
+      snapshotBytes: this.snapshotBytes,
+      lastSnapshot: this.lastSnapshot,
+      prunedEvents: this.prunedTotal,
+      startup: this.startup,
+    };
+  }
+
+  async readSnapshotSize() {
+    try {
+      this.snapshotBytes = (await stat(this.args.path)).size;
+    } catch {
+      // no snapshot yet
+    }
+  }
+
+  /**
+   * Exports at once (synchronously, so no later message can slip into the copy), then writes the
+   * file. Messages that arrive during the write are served: the export is already a copy.
+   */
+  async snapshot(covered: number, reason: string, now: number): Promise<void> {
+    const path = this.args.path;
+    const dir = dirname(path);
+    const t0 = performance.now();
+    let bytes: Uint8Array | null = this.db.export();
+    const exportMs = performance.now() - t0;
+    const size = bytes.length;
+    const events = this.eventCount;
+    const t1 = performance.now();
+    const tmp = join(dir, `${basename(path)}.tmp-${Date.now()}-${Math.random().toString(36).slice(2)}`);
+    try {
+      const fh = await open(tmp, 'w');
+      try {
+        let off = 0;
+        while (off < size) off += (await fh.write(bytes, off, Math.min(size - off, 8 << 20))).bytesWritten;
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      bytes = null; // a second copy of the database: let it go before the rename and cleanup
+      if (this.args.askBeforeRename) await this.askBeforeRename(tmp);
+      await rename(tmp, path);
+      await syncDir(dir);
+      await removeSegmentsUpTo(path, covered);
+      const writeMs = performance.now() - t1;
+      this.snapshotBytes = size;
+      this.lastSnapshot = { at: new Date(now).toISOString(), events, bytes: size, exportMs: Math.round(exportMs), writeMs: Math.round(writeMs) };
+      log(`snapshot (${reason}): ${events} events, ${(size / 1048576).toFixed(1)} MiB, export ${Math.round(exportMs)} ms, write ${Math.round(writeMs)} ms`);
+    } catch (err) {
+      await rm(tmp, { force: true }).catch(() => {});
+      log(`snapshot (${reason}) failed; the journal is kept: ${err instanceof Error ? err.message : String(err)}`);
+      throw err;
+    }
+  }
+
+  /** The test seam beforeSnapshotRename runs on the main thread: ask it and wait for its answer. */
+  private askBeforeRename(tmp: string): Promise<void> {
+    const token = ++this.renameTokens;
+    return new Promise((resolve, reject) => {
+      this.renameAnswers.set(token, (error) => (error === null ? resolve() : reject(new Error(error))));
+      post({ beforeRename: token, tmp });
+    });
+  }
+
+  renameAnswer(token: number, error: string | null) {
+    const answer = this.renameAnswers.get(token);
+    this.renameAnswers.delete(token);
+    answer?.(error);
+  }
+
+  close() {
+    for (const s of [this.insertStmt, this.upsertUserStmt, this.getUserStmt, this.activeStmt, this.oldestStmt, this.deleteUpToStmt, ...Object.values(this.listStmts)]) s.free();
+    this.db.close();
+  }
+}
+
+function rowFrom(v: unknown[]): { owner: string; row: AggRow } {
+  return {
+    owner: v[1] as string,
+    row: {
+      seq: v[0] as number,
+      type: v[2] as string,
+      version: v[3] as string | null,
+      receivedMs: Date.parse(v[4] as string),
+      session: v[5] as string | null,
+      route: v[6] as string | null,
+      duration: v[7] as number | null,
+      ttfb: v[8] as number | null,
+      timestamp: v[9] as string,
+      rating: v[10] as number | null,
+    },
+  };
+}
+
+async function syncDir(dir: string): Promise<void> {
+  // The rename is durable only once the directory entry is; some platforms cannot fsync a directory.
+  try {
+    const fh = await open(dir, 'r');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== 'EISDIR' && code !== 'EPERM' && code !== 'EINVAL' && code !== 'EBADF') throw err;
+  }
+}
+
+/** Start-up: snapshot → journal replay → aggregates → retention. */
+async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResult }> {
+  const { path } = args;
+  const dir = dirname(path);
+  const tmpPrefix = basename(path) + '.tmp-';
+  // A snapshot interrupted before its rename leaves a temp file; the database file is intact.
+  for (const name of await readdir(dir)) {
+    if (name.startsWith(tmpPrefix)) {
+      await rm(join(dir, name), { force: true });
+      log(`removed an unfinished snapshot ${name} (the previous snapshot and the journal are intact)`);
+    }
+  }
+  const SQL = await loadSql();
+  let existing: Uint8Array | null = null;
+  try {
+    existing = await readFile(path);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOENT') throw err;
+  }
+  let db: Database;
+  try {
+    db = existing && existing.length ? new SQL.Database(existing) : new SQL.Database();
+    db.exec('SELECT count(*) FROM sqlite_master');
+  } catch (err) {
+    throw new CorruptFile(String(err instanceof Error ? err.message : err));
+  }
+  existing = null;
+  const engine = new Engine(db, args);
+  await engine.readSnapshotSize();
+
+  const segments = await listSegments(path);
+  const replayStart = performance.now();
+  const journal = await readSegments(segments);
+  const replayed = engine.applyEntries(journal.entries);
+  const replayMs = performance.now() - replayStart;
+  for (const t of journal.skipped) {
+    log(`journal: skipped an unreadable ${t.last ? 'last ' : ''}line ${t.line} (${t.bytes} bytes) of ${t.path}` +
+      (t.last ? ' (torn by a crash; it was never acknowledged)' : ''));
+  }
+  if (segments.length) {
+    log(`journal: replayed ${journal.entries.length} entries from ${segments.length} segment(s) (${replayed} events new) in ${Math.round(replayMs)} ms`);
+  }
+  engine.startup = { replayedEntries: journal.entries.length, replayMs: Math.round(replayMs), tornLinesSkipped: journal.skipped.length };
+  engine.rebuildAggregates();
+  const pruned = engine.prune(args.now);
+  const changed = journal.entries.length > 0 || pruned.byAge > 0 || pruned.byCount > 0 || journal.skipped.length > 0;
+  const lastSegment = segments.length ? segments[segments.length - 1].seq : 0;
+  // Segments that held nothing new can go now; anything else is compacted by a snapshot.
+  if (segments.length && !changed) await removeSegmentsUpTo(path, lastSegment);
+  return { engine, result: { keys: engine.keys(), lastSegment, compact: changed } };
+}
+
+// ---- the message loop ----
+
+let engine: Engine | null = null;
+
+async function handle(req: Request): Promise<unknown> {
+  if (req.op === 'init') {
+    const started = await start(req.args);
+    engine = started.engine;
+    return started.result;
+  }
+  if (!engine) throw new Error('the database is not open');
+  switch (req.op) {
+    case 'apply':
+      return engine.applyLines(req.lines, req.now);
+    case 'list':
+      return engine.list(req.query);
+    case 'stats':
+      return engine.stats(req.userId, req.now);
+    case 'getUser':
+      return engine.getUser(req.idpUserId);
+    case 'health':
+      return engine.health();
+    case 'prune':
+      engine.prune(req.now, PRUNE_BATCH * 10);
+      return;
+    case 'snapshot':
+      return engine.snapshot(req.covered, req.reason, req.now);
+    case 'close':
+      engine.close();
+      engine = null;
+      return;
+  }
+}
+
+port.on('message', (msg: ToWorker) => {
+  if ('renameAnswer' in msg) return engine?.renameAnswer(msg.renameAnswer, msg.error);
+  const { id, req } = msg;
+  let pending: Promise<unknown>;
+  try {
+    // handle() runs synchronously up to its first await: database work is done in arrival order.
+    pending = handle(req);
+  } catch (err) {
+    pending = Promise.reject(err);
+  }
+  pending.then(
+    (value) => post({ id, ok: true, value }),
+    (err: unknown) => {
+      const e = err instanceof Error ? err : new Error(String(err));
+      post({ id, ok: false, error: { name: e.name, message: e.message, path: e instanceof CorruptFile ? (req as { args: InitArgs }).args.path : undefined } });
+    },
+  );
+});
