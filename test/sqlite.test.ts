@@ -1,6 +1,7 @@
 // The sqlite store's durability on real files: restart, journal replay after a crash (the files as
 // a crash leaves them), a torn last line, replay idempotency, a snapshot interrupted before its
-// rename, a corrupt database file, snapshots by journal size and quiet period, retention.
+// rename, a corrupt database file, snapshots by journal size and quiet period, retention, ingestion
+// during a snapshot, and a database worker that dies.
 import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
 import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
 import type { Store } from '../lib/store/types.ts';
+import type { Worker } from 'node:worker_threads';
 import { runServerToExit } from './helpers/server.ts';
 
 const dirs: string[] = [];
@@ -246,6 +248,78 @@ test('retention: oldest pruned first by count and by age, logged, stats still eq
   await store.close();
   const { store: after } = await open(path, { maxEvents: 20, retentionDays: 2, now: () => clock });
   assert.equal((await all(after)).map((e) => e.id), survivors.map((e) => e.id).reverse());
+});
+
+test('a snapshot does not hold up acknowledgements: inserts sent while the worker exports are acknowledged before a read queued behind the export is answered', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  const { store } = await open(path);
+  // ~40 MB of database, so the export takes far longer than a few journal appends.
+  const pad = 'x'.repeat(2000);
+  for (let b = 0; b < 20; b++) {
+    await store.insert(Array.from({ length: 1000 }, (_, i) => ev({ id: `big-${b}-${i}`, data: { pad } })));
+  }
+  const order: string[] = [];
+  const flushing = store.flush().then(() => void order.push('snapshot written'));
+  // This insert is journaled after the rotation, so the worker receives it after the snapshot request.
+  await store.insert([ev({ id: 'after-rotation' })]);
+  // Sent after that acknowledgement: the worker answers it only once the export is done.
+  let answered = false;
+  const read = store.list({ userId: 'u', limit: 1 }).then((r) => {
+    answered = true;
+    order.push('read answered');
+    return r;
+  });
+  const during: StoredEvent[] = [];
+  while (!answered && during.length < 10_000) {
+    const e = ev({ id: `during-${during.length}` });
+    assert.is((await store.insert([e])).length, 1);
+    during.push(e);
+    order.push('ack');
+  }
+  await flushing;
+  const readAt = order.indexOf('read answered');
+  assert.ok(readAt >= 3, `inserts were acknowledged while the export ran: ${order.slice(0, 8).join(', ')}`);
+  assert.ok(order.indexOf('snapshot written') > readAt, 'the file is written after the export');
+  // The read reflects what was acknowledged before it was sent, not the inserts behind it.
+  assert.equal((await read).map((e) => e.id), ['after-rotation']);
+  assert.equal((await store.list({ userId: 'u', limit: 1 })).map((e) => e.id), [during[during.length - 1].id]);
+  const { store: after } = await open(join(crashCopy(dir), 'watchtower.sqlite'));
+  assert.is((await after.health()).eventCount, 20_001 + during.length);
+});
+
+test('a database worker that dies: operations answer StoreUnavailableError instead of hanging; a restart has every acknowledged event', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  let worker: Worker | null = null;
+  let stopped = false;
+  const { store, logs } = await open(path, {
+    onWorker: (w) => (worker = w),
+    // The worker waits for this answer in the middle of a snapshot: stop it right there.
+    beforeSnapshotRename: async () => {
+      if (!stopped) await worker!.terminate();
+      stopped = true;
+    },
+  });
+  const events = mixed(10);
+  await store.insert(events.slice(0, 5));
+  const flushError = await store.flush().then(() => null, (err: Error) => err);
+  assert.ok(stopped, 'the worker was stopped during the snapshot');
+  assert.is(flushError?.name, 'StoreUnavailableError', String(flushError));
+  const outcomes = await Promise.all([
+    store.insert(events.slice(5)),
+    store.list({ userId: 'u', limit: 10 }),
+    store.stats('u', NOW),
+    store.getUser('u'),
+    store.upsertUser({ idpUserId: 'u', email: 'u@x.test', displayName: 'U' }, NOW),
+    store.health(),
+    store.flush(),
+  ].map((p) => p.then(() => 'answered', (err: Error) => err.name)));
+  assert.equal(outcomes, Array(7).fill('StoreUnavailableError'));
+  assert.ok(logs.some((l) => /database worker stopped/.test(l)), logs.join('\n'));
+  await store.close();
+  const { store: after } = await open(path);
+  assert.equal((await all(after)).map((e) => e.id), events.slice(0, 5).map((e) => e.id).reverse());
 });
 
 test.run();
