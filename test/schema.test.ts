@@ -1,7 +1,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import fc from 'fast-check';
+import * as v from 'valibot';
 import { HttpError } from '../lib/http.ts';
-import { batchItems, MAX_BATCH, MAX_EVENT_BYTES, parseEventsQuery, parseUserSync, validateEvents } from '../lib/schema.ts';
+import { batchItems, EventEnvelope, isEnvelope, MAX_BATCH, MAX_EVENT_BYTES, parseEventsQuery, parseUserSync, validateEvents } from '../lib/schema.ts';
 
 const check = (item: unknown) => validateEvents([item], 10).valid.length === 1;
 
@@ -43,6 +45,38 @@ test('envelope: data must be an object when present', () => {
   assert.ok(check({ type: 'x', data: null }));
   assert.not.ok(check({ type: 'x', data: [1, 2] }));
   assert.not.ok(check({ type: 'x', data: 'text' }));
+});
+
+test('envelope: the hand-written check agrees with the valibot schema on any input', () => {
+  // Values near every limit, of every JSON type, so both sides of each rule are exercised.
+  const near = (max: number) => fc.oneof(fc.string({ maxLength: 3 }), fc.integer({ min: max - 1, max: max + 1 }).map((n) => 'a'.repeat(n)));
+  const anyValue = fc.oneof(fc.constant(undefined), fc.constant(null), fc.integer(), fc.boolean(), fc.object({ maxDepth: 1 }), fc.array(fc.integer(), { maxLength: 2 }));
+  const text = (max: number) => fc.oneof(near(max), anyValue);
+  const event = fc.record(
+    {
+      type: fc.oneof(fc.constantFrom('click', ' click ', '', '   ', '\tx\n'), near(64), fc.integer({ min: 60, max: 70 }).map((n) => ' ' + 'x'.repeat(n) + ' '), anyValue),
+      timestamp: fc.oneof(
+        fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+        fc.constantFrom('2026-05-16', '2026-05-16T12:00:00Z', '2026-05-16 12:00', '2026-13-45T99:00:00Z', 'yesterday', '2026-05-16T12:00:00.1234567890Z', '2026-05-16T12:00:00+0200'),
+        fc.string({ maxLength: 45 }),
+        anyValue,
+      ),
+      id: text(128), sessionId: text(128), session_id: text(128), deployVersion: text(64), appVersion: text(64), app_version: text(64),
+      userId: text(256), appName: text(128), url: text(2048), pageUrl: text(2048), page_url: text(2048), route: text(2048),
+      source: text(2048), message: text(8192), severity: text(32),
+      data: fc.oneof(fc.object({ maxDepth: 1 }), anyValue, fc.string()),
+      custom: fc.anything({ maxDepth: 1 }),
+    },
+    { requiredKeys: [] },
+  );
+  fc.assert(
+    fc.property(fc.oneof(event, fc.anything({ maxDepth: 1 })), (item) => {
+      const ok = v.safeParse(EventEnvelope, item).success;
+      assert.is(isEnvelope(item), ok, JSON.stringify(item));
+      if (ok) assert.equal(validateEvents([item], 10).valid[0], v.parse(EventEnvelope, item), 'same output: type trimmed, custom fields kept');
+    }),
+    { numRuns: 3000 },
+  );
 });
 
 test('envelope: an event over 64 KiB is rejected', () => {
