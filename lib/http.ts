@@ -54,13 +54,14 @@ Object.setPrototypeOf(lightProto, Response.prototype);
 LightResponse.prototype = lightProto as unknown as Response;
 
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  const raw: RawResponse = {
-    status,
-    headers: { 'content-type': 'application/json; charset=utf-8', ...CORS_HEADERS, ...headers },
-    body: JSON.stringify(body),
-  };
-  return new LightResponse(raw);
+  return jsonText(JSON.stringify(body), status, headers);
 }
+
+/** A JSON response whose body is already serialised. */
+export function jsonText(body: string, status = 200, headers?: Record<string, string>): Response {
+  return new LightResponse({ status, headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS, body });
+}
+const JSON_HEADERS: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', ...CORS_HEADERS };
 
 /** The real Response behind a lightweight one (any other Response is returned as it is). */
 export function toWebResponse(response: Response): Response {

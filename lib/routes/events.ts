@@ -1,7 +1,7 @@
 // POST /api/events, POST /api/beacon (SPEC 4.1, 4.2) and GET /api/events (SPEC 4.3).
 import { checkContentType, parseJson, readBody } from '../body.ts';
-import { normalise } from '../event.ts';
-import { json } from '../http.ts';
+import { eventsJson, normalise } from '../event.ts';
+import { json, jsonText } from '../http.ts';
 import { resolveOwner } from '../owner.ts';
 import { batchItems, batchSentAt, parseEventsQuery, validateEvents } from '../schema.ts';
 import { clientAddress, requireUser, type Context, type ServeInfo } from '../context.ts';
@@ -20,12 +20,13 @@ export async function ingest(ctx: Context, request: Request, info?: ServeInfo): 
   const now = ctx.now();
   const sentAt = items.length && items[0] !== body ? batchSentAt(body) : null;
   const clockOffsetMs = sentAt === null ? 0 : now - sentAt;
+  const receivedAt = new Date(now).toISOString();
   const events = valid.map((raw) =>
-    normalise(raw, { now, clockOffsetMs, owner: resolveOwner({ authUser, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId }) }),
+    normalise(raw, { now, receivedAt, clockOffsetMs, owner: resolveOwner({ authUser, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId }) }),
   );
   const stored = events.length ? await ctx.store.insert(events) : [];
   ctx.hub.publish(stored);
-  return json({ accepted: events.length, rejected, events });
+  return jsonText(`{"accepted":${events.length},"rejected":${rejected},"events":${eventsJson(events)}}`);
 }
 
 export async function listEvents(ctx: Context, request: Request): Promise<Response> {
