@@ -16,7 +16,7 @@ const tooLarge = (limit: number) => new HttpError(413, 'payload_too_large', `Req
 /** Content types an ingest body may carry: JSON, or text/plain as sendBeacon and CORS-simple posts send. */
 export function checkContentType(request: Request): void {
   const type = request.headers.get('content-type');
-  if (type === null) return;
+  if (type === null || type === 'application/json' || type === 'text/plain;charset=UTF-8') return;
   const mime = type.split(';', 1)[0].trim().toLowerCase();
   if (mime === '' || mime === 'application/json' || mime === 'text/plain' || mime.endsWith('+json')) return;
   throw new HttpError(415, 'unsupported_media_type', `Unsupported Content-Type ${mime}; send application/json or text/plain`);

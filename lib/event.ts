@@ -112,15 +112,18 @@ export function clientTimestamp(value: unknown, now: number, clockOffsetMs = 0):
   return new Date(t).toISOString();
 }
 
-const latestAllowed = (now: number) => {
-  if (now !== latestFor) {
-    latestFor = now;
-    latest = new Date(now + MAX_FUTURE_SKEW_MS).toISOString();
+const latestAllowed = (now: number) => isoTime(now + MAX_FUTURE_SKEW_MS, 1);
+
+const isoCache = ['', ''];
+const isoCacheFor = [NaN, NaN];
+/** `new Date(ms).toISOString()`, remembered per slot: one ingest formats the same instant for every event. */
+export function isoTime(ms: number, slot: 0 | 1 = 0): string {
+  if (isoCacheFor[slot] !== ms) {
+    isoCacheFor[slot] = ms;
+    isoCache[slot] = new Date(ms).toISOString();
   }
-  return latest;
-};
-let latestFor = NaN;
-let latest = '';
+  return isoCache[slot];
+}
 
 const jsonCache = new WeakMap<StoredEvent, string>();
 

@@ -148,9 +148,12 @@ export function toRequest(incoming: IncomingMessage, outgoing: ServerResponse, o
 export async function writeResponse(response: Response, outgoing: ServerResponse): Promise<void> {
   const raw = rawResponses.get(response);
   if (raw !== undefined) {
-    const headers: Record<string, string> = { ...raw.headers, 'content-length': String(Buffer.byteLength(raw.body)) };
+    // A flat [name, value, …] list: copying the header object to add content-length cost more.
+    const headers: string[] = [];
+    for (const name in raw.headers) headers.push(name, raw.headers[name]);
+    headers.push('content-length', String(Buffer.byteLength(raw.body)));
     // An oversized body was left unread: close the connection rather than drain it.
-    if (raw.status === 413) headers.connection = 'close';
+    if (raw.status === 413) headers.push('connection', 'close');
     outgoing.writeHead(raw.status, headers);
     outgoing.end(raw.body);
     return;

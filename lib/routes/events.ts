@@ -1,6 +1,6 @@
 // POST /api/events, POST /api/beacon (SPEC 4.1, 4.2) and GET /api/events (SPEC 4.3).
 import { checkContentType, parseJson, readBody } from '../body.ts';
-import { eventsJson, normalise } from '../event.ts';
+import { eventsJson, isoTime, normalise } from '../event.ts';
 import { json, jsonText } from '../http.ts';
 import { resolveOwner } from '../owner.ts';
 import { batchItems, batchSentAt, parseEventsQuery, validateEvents } from '../schema.ts';
@@ -20,7 +20,7 @@ export async function ingest(ctx: Context, request: Request, info?: ServeInfo): 
   const now = ctx.now();
   const sentAt = items.length && items[0] !== body ? batchSentAt(body) : null;
   const clockOffsetMs = sentAt === null ? 0 : now - sentAt;
-  const receivedAt = new Date(now).toISOString();
+  const receivedAt = isoTime(now);
   const events = valid.map((raw) =>
     normalise(raw, { now, receivedAt, clockOffsetMs, owner: resolveOwner({ authUser, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId }) }),
   );

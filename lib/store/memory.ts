@@ -5,14 +5,19 @@ import type { AppUser, EventQuery, Store, StoreHealth, UserSync } from './types.
 
 export const DEFAULT_BUFFER_SIZE = 10_000;
 
-const key = (e: Pick<StoredEvent, 'user_id' | 'id'>) => `${e.user_id ?? ''}\u0000${e.id}`;
 
 export function createMemoryStore(options: { capacity?: number } = {}): Store {
   const capacity = options.capacity ?? DEFAULT_BUFFER_SIZE;
   // Oldest first; a plain array with a moving head keeps eviction O(1) amortised.
   let buffer: StoredEvent[] = [];
   let head = 0;
-  const ids = new Set<string>();
+  // Ids per owner: (owner, id) is the dedupe key, without building a joined string per event.
+  const ids = new Map<string | null, Set<string>>();
+  const idsOf = (owner: string | null) => {
+    let set = ids.get(owner);
+    if (!set) ids.set(owner, (set = new Set()));
+    return set;
+  };
   const users = new Map<string, AppUser>();
 
   const held = () => buffer.length - head;
@@ -26,12 +31,17 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
     async insert(events) {
       const stored: StoredEvent[] = [];
       for (const e of events) {
-        const k = key(e);
-        if (ids.has(k)) continue;
-        ids.add(k);
+        const owned = idsOf(e.user_id);
+        if (owned.has(e.id)) continue;
+        owned.add(e.id);
         buffer.push(e);
         stored.push(e);
-        if (held() > capacity) ids.delete(key(buffer[head++]));
+        if (held() > capacity) {
+          const old = buffer[head++];
+          const set = ids.get(old.user_id)!;
+          set.delete(old.id);
+          if (set.size === 0) ids.delete(old.user_id);
+        }
       }
       if (head > capacity) {
         buffer = buffer.slice(head);
