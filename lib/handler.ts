@@ -1,6 +1,5 @@
 // createHandler: the one fetch handler, `(Request) => Promise<Response>`.
 import { fileURLToPath } from 'node:url';
-import { Router } from 'itty-router';
 import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { Context, ServeInfo } from './context.ts';
 import { createRateLimiter, type RateLimitOptions } from './ratelimit.ts';
@@ -62,31 +61,38 @@ export function createHandler(deps: HandlerDeps): FetchHandler {
 
   deps.store.watch?.((events) => ctx.hub.publish(events));
 
-  const api = new Map<string, string>();
-  const router = Router();
-  const route = (method: 'get' | 'post', path: string, fn: (ctx: Context, r: Request, info?: ServeInfo) => Promise<Response | undefined>) => {
-    api.set(path, [api.get(path), method.toUpperCase()].filter(Boolean).join(', '));
-    router[method](path, (request: Request, info?: ServeInfo) => fn(ctx, request, info));
-  };
-  route('post', '/api/events', ingest);
-  route('get', '/api/events', listEvents);
-  route('post', '/api/beacon', ingest);
-  route('get', '/api/events/stream', eventStream);
-  route('get', '/api/stats', stats);
-  route('get', '/api/health', health);
-  route('post', '/api/users/sync', syncUser);
-  route('get', '/api/developer/stream', developerStream);
-  route('get', '/api/developer/insights', insights);
-  route('post', '/api/developer/query', query);
+  // Ten fixed paths: a map from path to method to route. (A pattern router built a URL and ran a
+  // regex scan per request, ~7% of a small ingest request.)
+  type Route = (ctx: Context, request: Request, info?: ServeInfo) => Promise<Response>;
+  const routes = new Map<string, Record<string, Route>>();
+  const route = (method: 'GET' | 'POST', path: string, fn: Route) => routes.set(path, { ...routes.get(path), [method]: fn });
+  route('POST', '/api/events', ingest);
+  route('GET', '/api/events', listEvents);
+  route('POST', '/api/beacon', ingest);
+  route('GET', '/api/events/stream', eventStream);
+  route('GET', '/api/stats', stats);
+  route('GET', '/api/health', health);
+  route('POST', '/api/users/sync', syncUser);
+  route('GET', '/api/developer/stream', developerStream);
+  route('GET', '/api/developer/insights', insights);
+  route('POST', '/api/developer/query', query);
 
   const handle = async (request: Request, info?: ServeInfo): Promise<Response> => {
     try {
       if (request.method === 'OPTIONS') return new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
-      const response: Response | undefined = await router.fetch(request, info);
-      if (response) return response;
-      const path = new URL(request.url).pathname;
-      const allowed = api.get(path);
-      if (allowed) throw new HttpError(405, 'method_not_allowed', `Method ${request.method} not allowed on ${path}`, { allow: `${allowed}, OPTIONS` });
+      let path = rawPath(request.url);
+      let methods = routes.get(path);
+      if (!methods) {
+        // Not a plain match: the parsed path (dot segments, escapes), trailing slashes ignored.
+        path = new URL(request.url).pathname;
+        methods = routes.get(path.length > 1 ? path.replace(/\/+$/, '') : path);
+      }
+      if (methods) {
+        const fn = methods[request.method];
+        if (fn) return await fn(ctx, request, info);
+        const allow = `${Object.keys(methods).join(', ')}, OPTIONS`;
+        throw new HttpError(405, 'method_not_allowed', `Method ${request.method} not allowed on ${path}`, { allow });
+      }
       if (!path.startsWith('/api/') && (request.method === 'GET' || request.method === 'HEAD')) {
         const page = await pages(ctx, request);
         if (page) return page;
@@ -104,3 +110,13 @@ export function createHandler(deps: HandlerDeps): FetchHandler {
 }
 
 const withSlash = (p: string) => (p.endsWith('/') ? p : p + '/');
+
+/** The path of an absolute URL as sent, without query or fragment; no URL object is built. */
+function rawPath(url: string): string {
+  const start = url.indexOf('/', url.indexOf('://') + 3);
+  if (start === -1) return '/';
+  let end = url.indexOf('?', start);
+  if (end === -1) end = url.length;
+  const hash = url.indexOf('#', start);
+  return url.slice(start, hash !== -1 && hash < end ? hash : end);
+}

@@ -233,6 +233,22 @@ test('unknown paths are 404 JSON; wrong methods 405 with Allow', async () => {
   assert.match(wrong.headers.get('allow') ?? '', /POST/);
 });
 
+test('routing: query strings, trailing slashes and dot segments reach the same route; HEAD on an API path is 405', async () => {
+  const { send } = app();
+  const as = { headers: { 'x-idp-user-id': 'u1' } };
+  await send('POST', '/api/events?source=test', { body: { type: 'click', id: 'r1' }, ...as });
+  for (const path of ['/api/events?limit=5', '/api/events/', '/api/events//', '/api/x/../events', '/api/%65vents']) {
+    const res = await send('GET', path, as);
+    assert.is(res.status, path === '/api/%65vents' ? 404 : 200, path);
+    if (res.status === 200) assert.equal((await res.json()).events.map((e: { id: string }) => e.id), ['r1'], path);
+  }
+  const head = await send('HEAD', '/api/stats', as);
+  assert.is(head.status, 405);
+  assert.is(head.headers.get('allow'), 'GET, OPTIONS');
+  assert.is((await send('GET', '/api/eventsx', as)).status, 404);
+  assert.is((await send('GET', '/api', as)).status, 404);
+});
+
 test('a thrown bug is a 500 JSON body, logged, never a crash', async () => {
   const logged: string[] = [];
   const { send } = app({
