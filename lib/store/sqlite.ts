@@ -268,16 +268,31 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
             continue;
           }
         }
-        for (const op of group) {
+        // Every op of the group is applied (synchronously: no await in between) and the new entries
+        // posted before any op is resolved, so a read issued after an acknowledgement is queued in
+        // the worker behind the events it acknowledged.
+        const results = group.map((op) => {
           try {
-            op.resolve(await op.apply());
+            return { ok: true as const, value: op.apply() };
           } catch (err) {
-            op.reject(err);
+            return { ok: false as const, err };
+          }
+        });
+        sendOutbox();
+        for (let i = 0; i < group.length; i++) {
+          const r = results[i];
+          if (!r.ok) {
+            group[i].reject(r.err);
+            continue;
+          }
+          // Only a barrier returns a promise (the rotation); it is alone in its group, and the
+          // loop must not append again before it is done.
+          try {
+            group[i].resolve(await r.value);
+          } catch (err) {
+            group[i].reject(err);
           }
         }
-        // Posted before any caller's continuation runs (those are microtasks after this loop yields),
-        // so a read issued after an acknowledgement is queued behind the events it acknowledged.
-        sendOutbox();
         // Past the soft size a snapshot waits for a pause in writes (the timer below), so the
         // worker's export does not delay reads in the middle of a burst; past 4× it starts now, so
         // replay time at start stays bounded.
@@ -349,7 +364,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
           let ids = keys.get(owner);
           if (!ids) keys.set(owner, (ids = new Set()));
           if (ids.has(e.id)) continue;
-          ids.add(e.id);
+          ids.add(flatCopy(e.id));
           stored.push(e);
           outbox += lines[i];
         }
@@ -424,6 +439,14 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
       }
     },
   };
+}
+
+/**
+ * A flat copy of a string. Ids generated here (uuidv7) are concatenations, which V8 keeps as a tree
+ * of parts: held by the dedupe set, 1M of them took 249 MB of heap, flat copies 73 MB.
+ */
+function flatCopy(s: string): string {
+  return JSON.parse(JSON.stringify(s)) as string;
 }
 
 function unref(timer: unknown) {
