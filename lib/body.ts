@@ -11,6 +11,9 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const FAST_BODY = Symbol.for('watchtower.fastBody');
 type FastBodyReader = (limit: number) => Promise<Uint8Array>;
 
+const unreadable = (): never => {
+  throw new HttpError(400, 'unreadable_body', 'Request body could not be read');
+};
 const tooLarge = (limit: number) => new HttpError(413, 'payload_too_large', `Request body exceeds ${limit} bytes`);
 
 /** Content types an ingest body may carry: JSON, or text/plain as sendBeacon and CORS-simple posts send. */
@@ -32,6 +35,14 @@ export async function readBody(request: Request, limit = MAX_BODY_BYTES): Promis
 
   const fast = (request as unknown as Record<symbol, FastBodyReader | undefined>)[FAST_BODY];
   if (encoding === 'identity' && fast) return fast.call(request, limit);
+  if (encoding === 'identity' && declared > 0) {
+    // A declared length within the limit bounds what an HTTP server reads for this request, so the
+    // body can be taken whole, which is several times cheaper than reading the stream chunk by chunk.
+    const bytes = new Uint8Array(await request.arrayBuffer().catch(unreadable));
+    if (bytes.byteLength > limit) throw tooLarge(limit);
+    return bytes;
+  }
+  // Reading .body builds a stream (costly on Deno): only now, when the length is not known.
   if (!request.body) return new Uint8Array(0);
 
   let stream: ReadableStream<Uint8Array> = request.body;
