@@ -125,25 +125,6 @@ export function isoTime(ms: number, slot: 0 | 1 = 0): string {
   return isoCache[slot];
 }
 
-const jsonCache = new WeakMap<StoredEvent, string>();
-
-/**
- * An event's JSON, computed once: the ingest answer, the journal line and the live stream all
- * carry the same text, and serialising it cost as much as parsing the request did.
- */
-export function eventJson(e: StoredEvent): string {
-  let text = jsonCache.get(e);
-  if (text === undefined) jsonCache.set(e, (text = JSON.stringify(e)));
-  return text;
-}
-
-/** A JSON array of events, reusing each event's text. */
-export const eventsJson = (events: readonly StoredEvent[]): string => {
-  let out = '[';
-  for (let i = 0; i < events.length; i++) out += (i ? ',' : '') + eventJson(events[i]);
-  return out + ']';
-};
-
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

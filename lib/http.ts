@@ -53,13 +53,8 @@ for (const key of ['arrayBuffer', 'blob', 'bytes', 'clone', 'formData', 'json', 
 Object.setPrototypeOf(lightProto, Response.prototype);
 LightResponse.prototype = lightProto as unknown as Response;
 
-export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return jsonText(JSON.stringify(body), status, headers);
-}
-
-/** A JSON response whose body is already serialised. */
-export function jsonText(body: string, status = 200, headers?: Record<string, string>): Response {
-  return new LightResponse({ status, headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS, body });
+export function json(body: unknown, status = 200, headers?: Record<string, string>): Response {
+  return new LightResponse({ status, headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS, body: JSON.stringify(body) });
 }
 const JSON_HEADERS: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', ...CORS_HEADERS };
 

@@ -1,6 +1,6 @@
 // The live stream (SPEC 4.5): fan-out of newly stored events to SSE subscribers, scoped by owner.
 import { concat } from './bytes.ts';
-import { eventsJson, type StoredEvent } from './event.ts';
+import type { StoredEvent } from './event.ts';
 
 export interface HubOptions {
   /** Interval of `: keep-alive` comments (SPEC leaves it open; 15 s keeps proxies from timing out). */
@@ -69,7 +69,7 @@ interface Past {
 const numbered = (seq: number, plain: Uint8Array) => concat([encoder.encode(`id: ${seq}\n`), plain]);
 
 /** One SSE message: JSON has no raw newlines, so it always fits one `data:` line. */
-export const sseData = (events: readonly StoredEvent[]): Uint8Array => encoder.encode(`data: ${eventsJson(events)}\n\n`);
+export const sseData = (events: readonly StoredEvent[]): Uint8Array => encoder.encode(`data: ${JSON.stringify(events)}\n\n`);
 
 export function createHub(options: HubOptions = {}): Hub {
   const keepAliveMs = options.keepAliveMs ?? 15_000;

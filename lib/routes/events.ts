@@ -1,7 +1,7 @@
 // POST /api/events, POST /api/beacon (SPEC 4.1, 4.2) and GET /api/events (SPEC 4.3).
 import { checkContentType, parseJson, readBody } from '../body.ts';
-import { eventsJson, isoTime, normalise } from '../event.ts';
-import { json, jsonText } from '../http.ts';
+import { isoTime, normalise } from '../event.ts';
+import { json } from '../http.ts';
 import { resolveOwner } from '../owner.ts';
 import { batchItems, batchSentAt, parseEventsQuery, validateEvents } from '../schema.ts';
 import { clientAddress, requireUser, type Context, type ServeInfo } from '../context.ts';
@@ -26,7 +26,7 @@ export async function ingest(ctx: Context, request: Request, info?: ServeInfo): 
   );
   const stored = events.length ? await ctx.store.insert(events) : [];
   ctx.hub.publish(stored);
-  return jsonText(`{"accepted":${events.length},"rejected":${rejected},"events":${eventsJson(events)}}`);
+  return json({ accepted: events.length, rejected, events });
 }
 
 export async function listEvents(ctx: Context, request: Request): Promise<Response> {
