@@ -41,25 +41,31 @@ export function start(cmd: string, args: string[], env: Record<string, string> =
   });
 }
 
-export interface WrkResult { rps: number; p50: number; p99: number; errors: number }
+export interface WrkResult { rps: number; p50: number; p99: number; errors: number; requests: number }
 
 const ms = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1, s: 1000, m: 60_000 } as Record<string, number>)[unit];
 
 /** One wrk run from a separate process: 1 thread (the server has the other core), keep-alive. */
 export function wrk(url: string, opts: { connections: number; seconds: number; bodyFile: string; path: string }): WrkResult {
-  const out = execFileSync('wrk', ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', ROOT + 'bench/post.lua', url], {
-    env: { ...process.env, BODY_FILE: opts.bodyFile, BODY_PATH: opts.path },
-    encoding: 'utf8',
-  });
+  return parseWrk(execFileSync('wrk', wrkArgs(url, opts), { env: wrkEnv(opts), encoding: 'utf8' }));
+}
+
+export const wrkArgs = (url: string, opts: { connections: number; seconds: number }) =>
+  ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', ROOT + 'bench/post.lua', url];
+export const wrkEnv = (opts: { bodyFile: string; path: string }) => ({ ...process.env, BODY_FILE: opts.bodyFile, BODY_PATH: opts.path });
+
+/** Requests/s, latency percentiles, errors (non-2xx and socket errors) and request count of wrk's report. */
+export function parseWrk(out: string): WrkResult {
   const pct = (p: string) => {
     const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)\\s*$`, 'm').exec(out);
     return m ? ms(m[1], m[2]) : NaN;
   };
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
   const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
   const errors = non2xx + (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
-  return { rps, p50: pct('50'), p99: pct('99'), errors };
+  return { rps, p50: pct('50'), p99: pct('99'), errors, requests };
 }
 
 export function median(values: number[]): number {

@@ -10,7 +10,7 @@ import postgres from 'postgres';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { eventColumns, openPostgresStore, pgArray } from '../lib/store/postgres.ts';
 import { createTestDatabase } from '../test/helpers/postgres.ts';
-import { machine, median, spread, start, writeSection, ROOT, type Child, type WrkResult } from './lib.ts';
+import { machine, median, parseWrk, spread, start, wrkArgs, wrkEnv, writeSection, type Child, type WrkResult } from './lib.ts';
 
 const layoutEvents = Number(process.env.BENCH_LAYOUT_EVENTS ?? 300_000);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -176,19 +176,9 @@ ${rows.join('\n')}`;
 
 function wrkAsync(url: string, bodyFile: string): Promise<WrkResult> {
   return new Promise((resolve, reject) => {
-    execFile('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', ROOT + 'bench/post.lua', url], {
-      env: { ...process.env, BODY_FILE: bodyFile, BODY_PATH: '/api/events' },
-      encoding: 'utf8',
-    }, (err, out) => {
-      if (err) return reject(err);
-      const ms = (v: string, u: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000, m: 60_000 } as Record<string, number>)[u];
-      const pct = (p: string) => {
-        const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)\\s*$`, 'm').exec(out);
-        return m ? ms(m[1], m[2]) : NaN;
-      };
-      const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-      resolve({ rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]), p50: pct('50'), p99: pct('99'), errors: non2xx });
-    });
+    execFile('wrk', wrkArgs(url, { connections, seconds }), { env: wrkEnv({ bodyFile, path: '/api/events' }), encoding: 'utf8' }, (err, out) =>
+      err ? reject(err) : resolve(parseWrk(out)),
+    );
   });
 }
 
@@ -230,7 +220,7 @@ async function ingest(): Promise<string> {
           await Promise.all(children.map((c) => wrkAsync(c.url, bodyFile).catch(() => null))); // warm-up
           const rs = await Promise.all(children.map((c) => wrkAsync(c.url, bodyFile)));
           // Instances are measured at once; their sum is the deployment's throughput.
-          const r = { rps: rs.reduce((a, x) => a + x.rps, 0), p50: median(rs.map((x) => x.p50)), p99: Math.max(...rs.map((x) => x.p99)), errors: rs.reduce((a, x) => a + x.errors, 0) };
+          const r = { rps: rs.reduce((a, x) => a + x.rps, 0), p50: median(rs.map((x) => x.p50)), p99: Math.max(...rs.map((x) => x.p99)), errors: rs.reduce((a, x) => a + x.errors, 0), requests: rs.reduce((a, x) => a + x.requests, 0) };
           results.set(name, [...(results.get(name) ?? []), r]);
           console.log(`${name} round ${round + 1}: ${(r.rps * 20).toFixed(0)} events/s p50 ${r.p50} ms p99 ${r.p99} ms errors ${r.errors}`);
         } finally {
