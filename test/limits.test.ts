@@ -32,7 +32,11 @@ test('ingestion over the limit is 429 with Retry-After; service returns when loa
   const limited = await post();
   assert.is(limited.status, 429);
   assert.is(limited.headers.get('retry-after'), '1');
+  assert.is(limited.headers.get('access-control-expose-headers'), 'Retry-After', 'a cross-origin SDK can read when to retry');
   assert.is((await limited.json()).code, 'rate_limited');
+  const ok = await handler(new Request('http://x/api/events', { method: 'POST', body: '{"type":"x"}' }), { remoteAddr: { hostname: '10.0.0.9' } });
+  assert.is(ok.headers.get('access-control-allow-origin'), '*');
+  assert.is(ok.headers.get('access-control-expose-headers'), null, 'nothing beyond the CORS-safelisted headers to expose');
   const other = await handler(new Request('http://x/api/events', { method: 'POST', body: '{"type":"x"}' }), { remoteAddr: { hostname: '10.0.0.8' } });
   assert.is(other.status, 200);
   now += 1000;
