@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { DENO, machine, median, spread, start, wrk, writeSection, type Child, type WrkResult } from './lib.ts';
 import { cpuMs } from './proc.ts';
+import { eventsPer, payloads } from './payloads.ts';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -11,22 +12,6 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const runtimes = (process.env.BENCH_RUNTIMES ?? 'node,deno').split(',');
 const stores = (process.env.BENCH_STORES ?? 'memory,sqlite').split(',');
 const tmp = mkdtempSync(tmpdir() + '/watchtower-bench-');
-
-const event = (i: number) => ({
-  type: ['pageload', 'click', 'error', 'custom'][i % 4],
-  timestamp: new Date().toISOString(),
-  sessionId: `session-${i % 7}`,
-  deployVersion: '1.4.2',
-  appName: 'shop',
-  url: `https://shop.example/products/${i}`,
-  route: '/products/:id',
-  data: i % 4 === 0 ? { duration: 420 + i, ttfb: 80, domContentLoaded: 300, loadComplete: 410, transferSize: 18000 } : { target: 'button#buy', text: 'Buy now' },
-});
-const payloads = {
-  single: JSON.stringify(event(0)),
-  batch20: JSON.stringify({ events: Array.from({ length: 20 }, (_, i) => event(i)) }),
-};
-const eventsPer = { single: 1, batch20: 20 } as const;
 
 interface Target { name: string; baseline: boolean; launch(): Promise<Child> }
 const targets = (runtime: string): Target[] => {

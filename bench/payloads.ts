@@ -1,0 +1,17 @@
+// The request bodies the ingest benchmarks send: one event, and a batch of 20 as the SDK sends.
+const event = (i: number) => ({
+  type: ['pageload', 'click', 'error', 'custom'][i % 4],
+  timestamp: new Date().toISOString(),
+  sessionId: `session-${i % 7}`,
+  deployVersion: '1.4.2',
+  appName: 'shop',
+  url: `https://shop.example/products/${i}`,
+  route: '/products/:id',
+  data: i % 4 === 0 ? { duration: 420 + i, ttfb: 80, domContentLoaded: 300, loadComplete: 410, transferSize: 18000 } : { target: 'button#buy', text: 'Buy now' },
+});
+
+export const payloads = {
+  single: JSON.stringify(event(0)),
+  batch20: JSON.stringify({ events: Array.from({ length: 20 }, (_, i) => event(i)) }),
+};
+export const eventsPer = { single: 1, batch20: 20 } as const;
