@@ -24,10 +24,10 @@ async function cost(fn: () => unknown, calls: number): Promise<number> {
 
 /** µs per call over distinct inputs (an insert of the same ids twice would be a no-op): median of 5 rounds, after a warm-up. */
 async function costOfEach<T>(inputs: T[], fn: (input: T) => unknown): Promise<number> {
-  const warm = inputs.length / 6;
+  const warm = Math.floor(inputs.length / 6);
   for (let i = 0; i < warm; i++) await fn(inputs[i]);
   const rounds: number[] = [];
-  const per = (inputs.length - warm) / 5;
+  const per = Math.floor((inputs.length - warm) / 5);
   for (let r = 0; r < 5; r++) {
     const t = performance.now();
     for (let i = 0; i < per; i++) await fn(inputs[warm + r * per + i]);
