@@ -80,7 +80,7 @@ export type FromWorker =
 const DAY_MS = 86_400_000;
 const PRUNE_BATCH = 2000;
 /** Snapshot bytes written between two fsyncs of the temp file (see Engine.snapshot). */
-const SYNC_EVERY = 4 << 20;
+const SYNC_EVERY = 2 << 20;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (

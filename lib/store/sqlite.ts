@@ -20,8 +20,7 @@
 //   indexed queries, instead of scanning the user's events.
 // - If the worker dies, every operation answers StoreUnavailableError (503) instead of hanging;
 //   acknowledged events are in the journal and come back at the next start.
-import { rm } from 'node:fs/promises';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { StoredEvent } from '../event.ts';
