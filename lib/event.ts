@@ -99,7 +99,8 @@ export function normalise(raw: RawEvent, ctx: NormaliseContext): StoredEvent {
   return event;
 }
 
-const CANONICAL = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+// Fields within their ranges, so a match is a real instant without asking Date.parse.
+const CANONICAL = /^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z$/;
 
 /** A parseable client timestamp, corrected and normalised to ISO 8601; null when absent or too far ahead. */
 export function clientTimestamp(value: unknown, now: number, clockOffsetMs = 0): string | null {

@@ -1,5 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import fc from 'fast-check';
 import { clientTimestamp, normalise, uuidv7 } from '../lib/event.ts';
 
 const now = Date.parse('2026-05-16T12:00:00.000Z');
@@ -65,6 +66,30 @@ test('normalise: a client timestamp is kept, normalised to ISO; far future repla
   assert.is(clientTimestamp(soon, now), soon);
   assert.is(clientTimestamp('yesterday', now), null);
   assert.is(clientTimestamp(42, now), null);
+});
+
+test('clientTimestamp: canonical strings compared as text answer as parsing them would', () => {
+  // Reference: parse, refuse past the skew, format. The fast path must agree on any canonical-looking input.
+  const reference = (value: string, at: number) => {
+    const t = Date.parse(value);
+    return !Number.isFinite(t) || t - at > 24 * 3600e3 ? null : new Date(t).toISOString();
+  };
+  const digits = (n: number, max: number) => fc.integer({ min: 0, max }).map((x) => String(x).padStart(n, '0'));
+  const canonicalLike = fc
+    .tuple(digits(4, 9999), digits(2, 19), digits(2, 39), digits(2, 29), digits(2, 69), digits(2, 69), digits(3, 999))
+    .map(([y, mo, d, h, mi, s, ms]) => `${y}-${mo}-${d}T${h}:${mi}:${s}.${ms}Z`);
+  const near = fc.integer({ min: -48 * 3600e3, max: 48 * 3600e3 }).map((delta) => new Date(now + delta).toISOString());
+  fc.assert(
+    fc.property(fc.oneof(canonicalLike, near), (value) => {
+      const expected = reference(value, now);
+      const got = clientTimestamp(value, now);
+      // Calendar overflow (Feb 30) is kept as sent rather than rolled over, as it always was.
+      if (expected !== null && got !== null && expected !== value) assert.is(got, value, value);
+      else assert.is(got, expected, value);
+    }),
+    { numRuns: 3000 },
+  );
+  assert.is(clientTimestamp('2026-05-16T24:00:00.000Z', now), '2026-05-17T00:00:00.000Z', 'hour 24 is parsed and formatted');
 });
 
 test('normalise: the owner is what the caller resolved, not the payload', () => {
