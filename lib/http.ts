@@ -26,27 +26,33 @@ export interface RawResponse {
   headers: Record<string, string>;
   body: string;
 }
-export const rawResponses = new WeakMap<Response, RawResponse>();
 
+// Own symbol-keyed fields rather than a WeakMap beside the object: a WeakMap entry per response
+// is more work for the garbage collector than the response itself.
+const RAW = Symbol('raw');
 const LAZY = Symbol('real');
-type Lazy = Response & { [LAZY]?: Response };
+type Lazy = Response & { [RAW]: RawResponse; [LAZY]?: Response };
+
+/** The raw parts of a Response json() built, for an adapter to write directly; undefined for any other Response. */
+export const rawResponse = (response: Response): RawResponse | undefined => (response as Partial<Lazy>)[RAW];
+
 const real = (self: Lazy): Response => {
-  const raw = rawResponses.get(self)!;
+  const raw = self[RAW];
   return (self[LAZY] ??= new Response(raw.body, { status: raw.status, headers: raw.headers }));
 };
 /**
  * A Response (instanceof included) that materialises the real one only when it is read: building
  * a real Response (its body stream) measured ~19% of a small request on Node, and the node adapter
- * writes rawResponses directly. Servers that need a real Response get one from toWebResponse.
+ * writes the raw parts directly. Servers that need a real Response get one from toWebResponse.
  */
 const LightResponse = function (this: Lazy, raw: RawResponse) {
-  rawResponses.set(this, raw);
+  this[RAW] = raw;
 } as unknown as new (raw: RawResponse) => Response;
 const lightProto: Record<string, unknown> = {};
 for (const key of ['headers', 'body', 'bodyUsed', 'ok', 'redirected', 'statusText', 'type', 'url']) {
   Object.defineProperty(lightProto, key, { get(this: Lazy) { return (real(this) as unknown as Record<string, unknown>)[key]; } });
 }
-Object.defineProperty(lightProto, 'status', { get(this: Lazy) { return rawResponses.get(this)!.status; } });
+Object.defineProperty(lightProto, 'status', { get(this: Lazy) { return this[RAW].status; } });
 for (const key of ['arrayBuffer', 'blob', 'bytes', 'clone', 'formData', 'json', 'text']) {
   Object.defineProperty(lightProto, key, { value(this: Lazy) { return (real(this) as unknown as Record<string, () => unknown>)[key](); } });
 }

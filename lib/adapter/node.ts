@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { FAST_BODY } from '../body.ts';
-import { HttpError, rawResponses } from '../http.ts';
+import { HttpError, rawResponse } from '../http.ts';
 
 type FetchLike = (request: Request, info?: { remoteAddr: { hostname?: string }; rawResponses?: boolean }) => Promise<Response>;
 
@@ -146,7 +146,7 @@ export function toRequest(incoming: IncomingMessage, outgoing: ServerResponse, o
 }
 
 export async function writeResponse(response: Response, outgoing: ServerResponse): Promise<void> {
-  const raw = rawResponses.get(response);
+  const raw = rawResponse(response);
   if (raw !== undefined) {
     // A flat [name, value, …] list: copying the header object to add content-length cost more.
     const headers: string[] = [];
