@@ -38,10 +38,9 @@ async function costOfEach<T>(inputs: T[], fn: (input: T) => unknown): Promise<nu
 
 async function measure(): Promise<Record<string, Record<string, number>>> {
   const out: Record<string, Record<string, number>> = {};
-  for (const [name, body] of Object.entries(payloads)) {
+  for (const [name, text] of Object.entries(payloads)) {
     const n = name === 'single' ? 1 : 20;
     const calls = name === 'single' ? 100_000 : 10_000;
-    const text = body;
     const items = batchItems(JSON.parse(text));
     const valid = validateEvents(items, text.length).valid;
     const now = Date.now();

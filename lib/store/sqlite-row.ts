@@ -59,3 +59,7 @@ export function eventFromRow(v: RowValues): StoredEvent {
   for (const key of Object.keys(meta)) if (!Object.hasOwn(out, key)) out[key] = meta[key];
   return out as StoredEvent;
 }
+
+// The owner column is NOT NULL so that the unique (user_id, id) index also dedupes anonymous
+// events (SQLite treats NULLs as distinct); '' stands for "no owner" and is read back as null.
+export const ownerKey = (userId: string | null) => userId ?? '';

@@ -19,7 +19,7 @@ import {
 } from '../stats.ts';
 import { listSegments, readSegments, removeGradually, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
 import { UserAgg, type AggRow } from './sqlite-aggregates.ts';
-import { ROW_COLUMNS, eventFromRow, metadataOf, type ColValues, type RowValues } from './sqlite-row.ts';
+import { ROW_COLUMNS, eventFromRow, metadataOf, ownerKey, type ColValues, type RowValues } from './sqlite-row.ts';
 import type { AppUser, EventQuery } from './types.ts';
 
 // ---- the protocol (main thread ⇄ worker) ----
@@ -116,9 +116,6 @@ CREATE TABLE IF NOT EXISTS users (
 );
 `;
 
-// The owner column is NOT NULL so that the unique (user_id, id) index also dedupes anonymous
-// events (SQLite treats NULLs as distinct); '' stands for "no owner" and is read back as null.
-export const ownerKey = (userId: string | null) => userId ?? '';
 
 /** Loads sql.js, reading its .wasm from node_modules (no network; Deno needs --allow-read). */
 async function loadSql(): Promise<SqlJsStatic> {

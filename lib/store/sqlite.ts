@@ -26,6 +26,7 @@ import { Worker } from 'node:worker_threads';
 import type { StoredEvent } from '../event.ts';
 import type { Stats } from '../stats.ts';
 import { JournalWriter, segmentPath } from './journal.ts';
+import { ownerKey } from './sqlite-row.ts';
 import type { FromWorker, HealthFigures, InitResult, Request, ToWorker } from './sqlite-worker.ts';
 import { StoreUnavailableError, type AppUser, type Store, type StoreHealth, type UserSync } from './types.ts';
 
@@ -359,7 +360,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         const stored: StoredEvent[] = [];
         for (let i = 0; i < events.length; i++) {
           const e = events[i];
-          const owner = e.user_id ?? '';
+          const owner = ownerKey(e.user_id);
           let ids = keys.get(owner);
           if (!ids) keys.set(owner, (ids = new Set()));
           if (ids.has(e.id)) continue;
