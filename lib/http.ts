@@ -65,6 +65,9 @@ export function json(body: unknown, status = 200, headers?: Record<string, strin
 }
 const JSON_HEADERS: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', ...CORS_HEADERS };
 
+/** A 200 JSON answer whose text the caller already serialised. */
+export const jsonText = (text: string): Response => new LightResponse({ status: 200, headers: JSON_HEADERS, body: text });
+
 /** The real Response behind a lightweight one (any other Response is returned as it is). */
 export function toWebResponse(response: Response): Response {
   return response instanceof LightResponse ? real(response as Lazy) : response;

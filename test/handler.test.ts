@@ -3,32 +3,53 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gzipSync } from 'node:zlib';
 import { app, BASE } from './helpers/app.ts';
+import { tempSqliteStore } from './helpers/stores.ts';
 
 test('SPEC 4.1: POST /api/events with one event', async () => {
-  const { send } = app();
+  const { send, as } = app();
   const res = await send('POST', '/api/events', { body: { type: 'click', userId: 'u1', data: { target: '#b' } } });
   assert.is(res.status, 200);
   assert.is(res.headers.get('access-control-allow-origin'), '*');
-  const body = await res.json();
-  assert.is(body.accepted, 1);
-  assert.is(body.rejected, 0);
-  assert.is(body.events.length, 1);
-  assert.is(body.events[0].type, 'click');
-  assert.is(body.events[0].user_id, 'u1');
-  assert.ok(body.events[0].receivedAt);
+  // The base behaviour (memory store) answers with the counts only.
+  assert.equal(await res.json(), { accepted: 1, rejected: 0 });
+  const [e] = (await (await send('GET', '/api/events', { headers: as('u1') })).json()).events;
+  assert.is(e.type, 'click');
+  assert.is(e.user_id, 'u1');
+  assert.ok(e.receivedAt);
 });
 
 test('SPEC 4.1: a batch counts accepted and rejected', async () => {
   const { send } = app();
   const res = await send('POST', '/api/events', { body: { events: [{ type: 'a' }, { nope: true }, { type: 'b' }, 'x'] } });
-  assert.equal(await res.json().then((b) => [b.accepted, b.rejected, b.events.length]), [2, 2, 2]);
+  assert.equal(await res.json(), { accepted: 2, rejected: 2 });
+});
+
+test('SPEC 4.1: the persisted variant answers with the stored events; /api/beacon with the counts only', async () => {
+  const store = await tempSqliteStore();
+  try {
+    const { send, as } = app({ store });
+    const res = await send('POST', '/api/events', { body: { events: [{ type: 'click', userId: 'u1', id: 'e1' }, {}, { type: 'pageload', userId: 'u1', id: 'e2', extra: [1] }] } });
+    assert.is(res.status, 200);
+    assert.is(res.headers.get('content-type'), 'application/json; charset=utf-8');
+    const out = await res.json();
+    assert.equal([out.accepted, out.rejected, out.events.map((e: { id: string }) => e.id)], [2, 1, ['e1', 'e2']]);
+    // The answer is the stored shape, exactly what the owner reads back.
+    assert.equal((await (await send('GET', '/api/events', { headers: as('u1') })).json()).events, [...out.events].reverse());
+    const beacon = await send('POST', '/api/beacon', { body: { events: [{ type: 'click', userId: 'u1', id: 'e3' }, 7] } });
+    assert.equal(await beacon.json(), { accepted: 1, rejected: 1 });
+    assert.is((await (await send('GET', '/api/events?limit=1', { headers: as('u1') })).json()).events[0].id, 'e3');
+    const none = await send('POST', '/api/events', { body: { events: [{}] } });
+    assert.equal(await none.json(), { accepted: 0, rejected: 1, events: [] });
+  } finally {
+    await store.close();
+  }
 });
 
 test('SPEC 7: a batch of only invalid events is still 200 with accepted 0', async () => {
   const { send } = app();
   const res = await send('POST', '/api/events', { body: { events: [{}, { type: '' }, null] } });
   assert.is(res.status, 200);
-  assert.equal(await res.json(), { accepted: 0, rejected: 3, events: [] });
+  assert.equal(await res.json(), { accepted: 0, rejected: 3 });
 });
 
 test('SPEC 7: invalid JSON is 400 {error: "Invalid JSON"}', async () => {

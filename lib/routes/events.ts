@@ -1,13 +1,18 @@
 // POST /api/events, POST /api/beacon (SPEC 4.1, 4.2) and GET /api/events (SPEC 4.3).
 import { checkContentType, parseJson, readBody } from '../body.ts';
 import { isoTime, normalise } from '../event.ts';
-import { json } from '../http.ts';
+import { json, jsonText } from '../http.ts';
 import { resolveOwner } from '../owner.ts';
 import { batchItems, batchSentAt, parseEventsQuery, validateEvents } from '../schema.ts';
 import { clientAddress, requireUser, type Context, type ServeInfo } from '../context.ts';
 import { HttpError } from '../http.ts';
 
-export async function ingest(ctx: Context, request: Request, info?: ServeInfo): Promise<Response> {
+/** POST /api/events: the persisted variant answers with the stored events too (SPEC 4.1). */
+export const ingest = (ctx: Context, request: Request, info?: ServeInfo) => receive(ctx, request, info, ctx.store.persisted);
+/** POST /api/beacon: sendBeacon never reads the answer, so it carries the counts only (SPEC 4.2 leaves it open). */
+export const beacon = (ctx: Context, request: Request, info?: ServeInfo) => receive(ctx, request, info, false);
+
+async function receive(ctx: Context, request: Request, info: ServeInfo | undefined, echo: boolean): Promise<Response> {
   const wait = ctx.limiter.take(clientAddress(ctx, request, info), ctx.now());
   if (wait) throw new HttpError(429, 'rate_limited', 'Too many requests; retry later', { 'retry-after': String(wait) });
   checkContentType(request);
@@ -24,9 +29,12 @@ export async function ingest(ctx: Context, request: Request, info?: ServeInfo): 
   const events = valid.map((raw) =>
     normalise(raw, { now, receivedAt, clockOffsetMs, owner: resolveOwner({ authUser, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId }) }),
   );
-  const stored = events.length ? await ctx.store.insert(events) : [];
+  // Each event is serialised once, for the answer and for a store that journals JSON.
+  const texts = echo ? events.map((e) => JSON.stringify(e)) : undefined;
+  const stored = events.length ? await ctx.store.insert(events, texts) : [];
   ctx.hub.publish(stored);
-  return json({ accepted: events.length, rejected, events });
+  const counts = `{"accepted":${events.length},"rejected":${rejected}`;
+  return jsonText(texts ? `${counts},"events":[${texts.join(',')}]}` : counts + '}');
 }
 
 export async function listEvents(ctx: Context, request: Request): Promise<Response> {

@@ -28,6 +28,7 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
   };
 
   return {
+    persisted: false,
     async insert(events) {
       const stored: StoredEvent[] = [];
       for (const e of events) {

@@ -321,6 +321,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   };
 
   const store: Store = {
+    persisted: true,
     insert(events) {
       if (!events.length) return Promise.resolve([]);
       return new Promise<StoredEvent[]>((resolve, reject) => {

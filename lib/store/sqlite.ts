@@ -349,10 +349,11 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   };
 
   return {
-    insert(events) {
+    persisted: true,
+    insert(events, texts) {
       if (!events.length) return Promise.resolve([]);
       const lines: string[] = [];
-      for (const e of events) lines.push('{"e":' + JSON.stringify(e) + '}\n');
+      for (let i = 0; i < events.length; i++) lines.push('{"e":' + (texts ? texts[i] : JSON.stringify(events[i])) + '}\n');
       return enqueue(lines.join(''), () => {
         // Runs after the fsync, in journal order: the first of two equal (owner, id) wins, as
         // INSERT OR IGNORE would have decided.

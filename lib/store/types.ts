@@ -42,10 +42,16 @@ export class StoreUnavailableError extends Error {
 
 export interface Store {
   /**
+   * True for the stores of the persisted variant (sqlite, PostgreSQL), whose ingest answer carries
+   * the stored events (SPEC 4.1); the base behaviour's buffer answers with the counts only.
+   */
+  readonly persisted: boolean;
+  /**
    * Stores events durably before resolving. Idempotent by (user_id, id): an event already stored
    * for the same owner is not stored again. Resolves to the events that were newly stored, in order.
+   * `texts`, when given, holds `JSON.stringify` of each event, for a store that writes JSON to reuse.
    */
-  insert(events: StoredEvent[]): Promise<StoredEvent[]>;
+  insert(events: StoredEvent[], texts?: string[]): Promise<StoredEvent[]>;
   /** One user's events, most recent first, filtered by type and deployVersion. */
   list(query: EventQuery): Promise<StoredEvent[]>;
   /** Statistics of SPEC 2.5 over one user's events; must equal computeStats over them. */
