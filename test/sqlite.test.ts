@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
 import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
+import { loadSqlJs } from '../lib/store/sqljs.ts';
 import type { Store } from '../lib/store/types.ts';
 import type { Worker } from 'node:worker_threads';
 import { runServerToExit } from './helpers/server.ts';
@@ -51,6 +52,22 @@ function crashCopy(dir: string): string {
 
 const segments = (dir: string) => readdirSync(dir).filter((f) => f.includes('.journal.')).sort();
 const all = (s: Store, userId = 'u') => s.list({ userId, limit: 100_000 });
+
+test('sql.js loads with the stepped file growth, and a database grown through it reads back whole', async () => {
+  const { SQL, fileGrowth } = await loadSqlJs();
+  assert.is(fileGrowth, 'stepped', 'the pinned sql.js takes the change; a different version loads stock');
+  const db = new SQL.Database();
+  db.exec('CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)');
+  const stmt = db.prepare('INSERT INTO t VALUES (?, ?)');
+  // ~12 MiB, so the file grows across the 1 MiB boundary and through several doublings.
+  for (let i = 0; i < 3000; i++) stmt.run([i, new Uint8Array(4000).fill(i % 251)]);
+  stmt.free();
+  const copy = new SQL.Database(db.export());
+  assert.equal(copy.exec('SELECT count(*), sum(length(b)), sum(unicode(substr(b, 7, 1))) FROM t')[0].values, db.exec('SELECT count(*), sum(length(b)), sum(unicode(substr(b, 7, 1))) FROM t')[0].values);
+  assert.equal(copy.exec('PRAGMA integrity_check')[0].values, [['ok']]);
+  db.close();
+  copy.close();
+});
 
 test('restart: events, users, counts and stats survive a graceful close; the journal is compacted', async () => {
   const dir = tempDir();

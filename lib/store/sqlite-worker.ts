@@ -7,11 +7,10 @@
 // incrementally. Here it blocks only this thread; the main thread keeps journaling and
 // acknowledging. Messages are handled strictly in arrival order (every handler is synchronous up to
 // the end of its database work), which is what makes snapshots and read-your-writes correct.
-import { createRequire } from 'node:module';
 import { link, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
-import type { Database, SqlJsStatic, Statement } from 'sql.js';
+import type { Database, Statement } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
 import {
   ACTIVE_WINDOW_MS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, breakdownCounts, feedbackRating, pageloadDuration,
@@ -19,6 +18,7 @@ import {
 } from '../stats.ts';
 import { listSegments, readSegments, removeGradually, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
 import { UserAgg, type AggRow } from './sqlite-aggregates.ts';
+import { loadSqlJs } from './sqljs.ts';
 import { ROW_COLUMNS, eventFromRow, metadataOf, ownerKey, type ColValues, type RowValues } from './sqlite-row.ts';
 import type { AppUser, EventQuery } from './types.ts';
 
@@ -116,15 +116,6 @@ CREATE TABLE IF NOT EXISTS users (
 );
 `;
 
-
-/** Loads sql.js, reading its .wasm from node_modules (no network; Deno needs --allow-read). */
-async function loadSql(): Promise<SqlJsStatic> {
-  const require = createRequire(import.meta.url);
-  const main = require.resolve('sql.js');
-  const wasm = await readFile(join(dirname(main), 'sql-wasm.wasm'));
-  const mod = (await import('sql.js')) as unknown as { default: (c: object) => Promise<SqlJsStatic> };
-  return mod.default({ wasmBinary: wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength) });
-}
 
 class CorruptFile extends Error {
   override name = 'CorruptDatabaseError';
@@ -598,7 +589,8 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
       log(`removed ${name}, a replaced snapshot a crash left behind`);
     }
   }
-  const SQL = await loadSql();
+  const { SQL, fileGrowth } = await loadSqlJs();
+  if (fileGrowth === 'stock') log('sql.js differs from the pinned version: its in-memory file grows by 12.5% steps (slower inserts)');
   let existing: Uint8Array | null = null;
   try {
     existing = await readFile(path);
