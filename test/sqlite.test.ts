@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
 import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
-import { loadSqlJs } from '../lib/store/sqljs.ts';
+import { growFile, loadSqlJs } from '../lib/store/sqljs.ts';
 import type { Store } from '../lib/store/types.ts';
 import type { Worker } from 'node:worker_threads';
 import { runServerToExit } from './helpers/server.ts';
@@ -53,20 +53,35 @@ function crashCopy(dir: string): string {
 const segments = (dir: string) => readdirSync(dir).filter((f) => f.includes('.journal.')).sort();
 const all = (s: Store, userId = 'u') => s.list({ userId, limit: 100_000 });
 
-test('sql.js loads with the stepped file growth, and a database grown through it reads back whole', async () => {
+test('sql.js loads with in-place file growth, and a database grown through it reads back whole', async () => {
   const { SQL, fileGrowth } = await loadSqlJs();
-  assert.is(fileGrowth, 'stepped', 'the pinned sql.js takes the change; a different version loads stock');
+  assert.is(fileGrowth, 'in place', 'the pinned sql.js takes the change; a different version loads stock');
   const db = new SQL.Database();
   db.exec('CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)');
   const stmt = db.prepare('INSERT INTO t VALUES (?, ?)');
-  // ~12 MiB, so the file grows across the 1 MiB boundary and through several doublings.
+  // ~12 MiB, so the file crosses 1 MiB and then grows in place many times.
   for (let i = 0; i < 3000; i++) stmt.run([i, new Uint8Array(4000).fill(i % 251)]);
   stmt.free();
+  const sums = "SELECT count(*), sum(length(b)), sum(hex(substr(b, 4000, 1)) = printf('%02X', i % 251)) FROM t";
   const copy = new SQL.Database(db.export());
-  assert.equal(copy.exec('SELECT count(*), sum(length(b)), sum(unicode(substr(b, 7, 1))) FROM t')[0].values, db.exec('SELECT count(*), sum(length(b)), sum(unicode(substr(b, 7, 1))) FROM t')[0].values);
+  assert.equal(copy.exec(sums)[0].values, [[3000, 12_000_000, 3000]]);
   assert.equal(copy.exec('PRAGMA integrity_check')[0].values, [['ok']]);
   db.close();
   copy.close();
+});
+
+test('growFile: a large file grows in place, keeping its bytes; a small one is copied', () => {
+  const small = growFile(new Uint8Array([1, 2, 3]), 3, 10);
+  assert.equal([...small.subarray(0, 3)], [1, 2, 3]);
+  assert.ok(small.length >= 10);
+  const big = growFile(small, 3, 2 << 20);
+  assert.ok(big.length >= 2 << 20);
+  assert.equal([...big.subarray(0, 3)], [1, 2, 3]);
+  big[big.length - 1] = 9;
+  const again = growFile(big, big.length, big.length + 4096);
+  assert.is(again, big, 'the same view, now longer: nothing was copied');
+  assert.ok(again.length >= big.length && again.length > (2 << 20));
+  assert.equal([again[0], again[(2 << 20) - 1]], [1, 9]);
 });
 
 test('restart: events, users, counts and stats survive a graceful close; the journal is compacted', async () => {

@@ -590,7 +590,7 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
     }
   }
   const { SQL, fileGrowth } = await loadSqlJs();
-  if (fileGrowth === 'stock') log('sql.js differs from the pinned version: its in-memory file grows by 12.5% steps (slower inserts)');
+  if (fileGrowth === 'stock') log('sql.js differs from the pinned version: its in-memory file grows by copying (slower inserts, longer stalls)');
   let existing: Uint8Array | null = null;
   try {
     existing = await readFile(path);
