@@ -59,14 +59,14 @@ for (const key of ['arrayBuffer', 'blob', 'bytes', 'clone', 'formData', 'json', 
 Object.setPrototypeOf(lightProto, Response.prototype);
 LightResponse.prototype = lightProto as unknown as Response;
 
-export function json(body: unknown, status = 200, headers?: Record<string, string>): Response {
+export const json = (body: unknown, status = 200, headers?: Record<string, string>): Response => jsonText(JSON.stringify(body), status, headers);
+
+/** A JSON answer whose text the caller already serialised. */
+export function jsonText(text: string, status = 200, headers?: Record<string, string>): Response {
   const all = headers ? { ...JSON_HEADERS, ...headers, ...('retry-after' in headers ? EXPOSE_RETRY_AFTER : undefined) } : JSON_HEADERS;
-  return new LightResponse({ status, headers: all, body: JSON.stringify(body) });
+  return new LightResponse({ status, headers: all, body: text });
 }
 const JSON_HEADERS: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', ...CORS_HEADERS };
-
-/** A 200 JSON answer whose text the caller already serialised. */
-export const jsonText = (text: string): Response => new LightResponse({ status: 200, headers: JSON_HEADERS, body: text });
 
 /** The real Response behind a lightweight one (any other Response is returned as it is). */
 export function toWebResponse(response: Response): Response {
