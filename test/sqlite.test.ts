@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
 import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
-import { growFile, loadSqlJs } from '../lib/store/sqljs.ts';
+import { growFile, loadSqlJs, readDatabaseFile } from '../lib/store/sqljs.ts';
 import type { Store } from '../lib/store/types.ts';
 import type { Worker } from 'node:worker_threads';
 import { runServerToExit } from './helpers/server.ts';
@@ -65,6 +65,36 @@ test('sql.js loads with in-place file growth, and a database grown through it re
   const sums = "SELECT count(*), sum(length(b)), sum(hex(substr(b, 4000, 1)) = printf('%02X', i % 251)) FROM t";
   const copy = new SQL.Database(db.export());
   assert.equal(copy.exec(sums)[0].values, [[3000, 12_000_000, 3000]]);
+  assert.equal(copy.exec('PRAGMA integrity_check')[0].values, [['ok']]);
+  db.close();
+  copy.close();
+});
+
+test('a database file read by readDatabaseFile becomes the database without a copy and grows in place', async () => {
+  const { SQL } = await loadSqlJs();
+  const source = new SQL.Database();
+  source.exec('CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)');
+  const put = source.prepare('INSERT INTO t VALUES (?, ?)');
+  for (let i = 0; i < 600; i++) put.run([i, new Uint8Array(4000).fill(i % 251)]);
+  put.free();
+  const dir = tempDir();
+  writeFileSync(join(dir, 'db'), source.export());
+  source.close();
+  assert.is(await readDatabaseFile(join(dir, 'missing')), null);
+
+  const bytes = (await readDatabaseFile(join(dir, 'db')))!;
+  const size = bytes.length;
+  assert.ok(size > 2_000_000);
+  const db = new SQL.Database(bytes);
+  // More rows than the file holds: the buffer read from disk is the one that grew.
+  const more = db.prepare('INSERT INTO t VALUES (?, ?)');
+  for (let i = 600; i < 1200; i++) more.run([i, new Uint8Array(4000).fill(i % 251)]);
+  more.free();
+  assert.ok(bytes.buffer.byteLength > size * 1.5, `the database's file is the buffer that was read (${bytes.buffer.byteLength} bytes, read ${size})`);
+  const sums = "SELECT count(*), sum(hex(substr(b, 4000, 1)) = printf('%02X', i % 251)) FROM t";
+  assert.equal(db.exec(sums)[0].values, [[1200, 1200]]);
+  const copy = new SQL.Database(db.export());
+  assert.equal(copy.exec(sums)[0].values, [[1200, 1200]]);
   assert.equal(copy.exec('PRAGMA integrity_check')[0].values, [['ok']]);
   db.close();
   copy.close();

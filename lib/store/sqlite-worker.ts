@@ -7,7 +7,7 @@
 // incrementally. Here it blocks only this thread; the main thread keeps journaling and
 // acknowledging. Messages are handled strictly in arrival order (every handler is synchronous up to
 // the end of its database work), which is what makes snapshots and read-your-writes correct.
-import { link, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { link, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import type { Database, Statement } from 'sql.js';
@@ -18,7 +18,7 @@ import {
 } from '../stats.ts';
 import { listSegments, readSegments, removeGradually, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
 import { UserAgg, type AggRow } from './sqlite-aggregates.ts';
-import { loadSqlJs } from './sqljs.ts';
+import { loadSqlJs, readDatabaseFile } from './sqljs.ts';
 import { ROW_COLUMNS, eventFromRow, metadataOf, ownerKey, type ColValues, type RowValues } from './sqlite-row.ts';
 import type { AppUser, EventQuery } from './types.ts';
 
@@ -591,12 +591,7 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
   }
   const { SQL, fileGrowth } = await loadSqlJs();
   if (fileGrowth === 'stock') log('sql.js differs from the pinned version: its in-memory file grows by copying (slower inserts, longer stalls)');
-  let existing: Uint8Array | null = null;
-  try {
-    existing = await readFile(path);
-  } catch (err) {
-    if ((err as { code?: string }).code !== 'ENOENT') throw err;
-  }
+  let existing = await readDatabaseFile(path);
   let db: Database;
   try {
     db = existing && existing.length ? new SQL.Database(existing) : new SQL.Database();

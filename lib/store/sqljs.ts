@@ -1,21 +1,32 @@
-// Loads sql.js for the database worker, with one change to how its in-memory file grows.
+// Loads sql.js for the database worker, with one change to how its in-memory file is held.
 //
 // sql.js keeps the database file in Emscripten's in-memory file system, which grows a file past
 // 1 MiB by 12.5% at a time into a fresh zeroed buffer, copying the whole database over. Writing
 // 100k events spent ~40% of its time there; each copy of a 400 MB database stalled a commit ~380 ms,
 // and while it runs the database is held twice (old and new buffer). Loaded here, a large file lives
 // in a resizable ArrayBuffer instead, which grows in place: commits no longer stall (worst 15–27 ms
-// where it was ~380 ms over 400k events), the copies and their memory are gone. sql.js is pinned;
-// if its text ever differs, the stock module is used and `fileGrowth` says so (a test holds the
-// pinned version to the change).
+// where it was ~380 ms over 400k events), the copies and their memory are gone.
+//
+// Opening a snapshot copied it twice more: the file system copies the bytes it is given into a new
+// buffer, and the first write past the end copied them again into a larger one. A snapshot read by
+// `readDatabaseFile` is already in a resizable buffer, which the file system now adopts as it is (at
+// 1M events: ~3 s and ~1 GB of transient memory less at start-up).
+//
+// sql.js is pinned; if its text ever differs, the stock module is used and `fileGrowth` says so (a
+// test holds the pinned version to the change).
 import { createRequire } from 'node:module';
-import { readFile } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { SqlJsStatic } from 'sql.js';
 
-/** sql.js 1.16.0's growth of a file's storage (`a.Ua` its bytes, `a.Wa` the bytes used, `g` the size needed). */
-const STOCK_GROWTH = 'm>=g||(g=Math.max(g,m*(m<1048576?2:1.125)>>>0),m&&(g=\nMath.max(g,256)),m=a.Ua.subarray(0,a.Wa),a.Ua=new Uint8Array(g),a.Ua.set(m));';
-const GROWTH = 'm>=g||(a.Ua=__growFile(a.Ua,a.Wa,g));';
+/**
+ * sql.js 1.16.0's write to a file (`a.Ua` its bytes, `a.Wa` the bytes used, `g` the size needed;
+ * writing `c` bytes of `b` from `d`): grow by copying, or take a copy of the first write.
+ */
+const STOCK_WRITE =
+  'm>=g||(g=Math.max(g,m*(m<1048576?2:1.125)>>>0),m&&(g=\nMath.max(g,256)),m=a.Ua.subarray(0,a.Wa),a.Ua=new Uint8Array(g),a.Ua.set(m));' +
+  'a.Ua.set(b.subarray(d,d+c),e);a.Wa=Math.max(a.Wa,e+c)}else a.Ua=b.slice(d,d+c),a.Wa=c;';
+const WRITE = 'm>=g||(a.Ua=__growFile(a.Ua,a.Wa,g));a.Ua.set(b.subarray(d,d+c),e);a.Wa=Math.max(a.Wa,e+c)}else a.Ua=__adoptFile(b,d,c),a.Wa=c;';
 
 /** Address space a large file may grow into (reserved, not allocated: pages are used as written). */
 const MAX_FILE_BYTES = 2 ** 32;
@@ -30,7 +41,8 @@ export function growFile(bytes: Uint8Array, used: number, needed: number): Uint8
   const buffer = bytes.buffer as Resizable;
   if (buffer.resizable && bytes.byteOffset === 0 && bytes.length === buffer.byteLength && needed <= buffer.maxByteLength) {
     buffer.resize(Math.min(buffer.maxByteLength, Math.max(needed, Math.ceil(buffer.byteLength * 1.125))));
-    return bytes; // a view without a length follows its buffer
+    // A view without a length follows its buffer; one with a length is replaced (nothing is copied).
+    return bytes.length === buffer.byteLength ? bytes : new Uint8Array(buffer);
   }
   const size = bytes.length < 1048576 ? Math.max(needed, 256, bytes.length * 2) : Math.max(needed, Math.ceil(bytes.length * 1.125));
   let grown: Uint8Array | undefined;
@@ -45,6 +57,48 @@ export function growFile(bytes: Uint8Array, used: number, needed: number): Uint8
   grown ??= new Uint8Array(size);
   grown.set(bytes.subarray(0, used));
   return grown;
+}
+
+/**
+ * The storage of a new file's first write (`length` bytes of `bytes` from `offset`): the bytes
+ * themselves when they fill a resizable buffer (as `readDatabaseFile` returns them), else a copy.
+ */
+export function adoptFile(bytes: Uint8Array, offset: number, length: number): Uint8Array {
+  const buffer = bytes.buffer as Resizable;
+  if (buffer.resizable && offset === 0 && bytes.byteOffset === 0 && length === bytes.length && length === buffer.byteLength) return bytes;
+  return bytes.slice(offset, offset + length);
+}
+
+/**
+ * A database file's bytes in a resizable buffer (null if there is no file), for `new SQL.Database()`:
+ * the loaded sql.js keeps them as its file without a copy, and grows them in place.
+ */
+export async function readDatabaseFile(path: string): Promise<Uint8Array | null> {
+  let file;
+  try {
+    file = await open(path, 'r');
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') return null;
+    throw err;
+  }
+  try {
+    const size = (await file.stat()).size;
+    let bytes: Uint8Array;
+    try {
+      const options = { maxByteLength: Math.max(size, MAX_FILE_BYTES) };
+      bytes = new Uint8Array(new (ArrayBuffer as unknown as new (n: number, o: typeof options) => ArrayBuffer)(size, options));
+    } catch {
+      bytes = new Uint8Array(size); // no address space to reserve: sql.js copies it, as it always did
+    }
+    for (let at = 0; at < size; ) {
+      const { bytesRead } = await file.read(bytes, at, Math.min(size - at, 16 << 20), at);
+      if (bytesRead === 0) return bytes.subarray(0, at); // shrank while read: the caller sees what is there
+      at += bytesRead;
+    }
+    return bytes;
+  } finally {
+    await file.close();
+  }
 }
 
 export interface LoadedSqlJs {
@@ -62,11 +116,11 @@ export async function loadSqlJs(): Promise<LoadedSqlJs> {
   const wasm = await readFile(join(dirname(main), 'sql-wasm.wasm'));
   const config = { wasmBinary: wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength) };
   const text = await readFile(main, 'utf8');
-  if (text.split(STOCK_GROWTH).length === 2) {
+  if (text.split(STOCK_WRITE).length === 2) {
     // The same CommonJS module, evaluated with the one statement replaced.
     const module = { exports: {} as unknown };
-    new Function('module', 'exports', 'require', '__filename', '__dirname', '__growFile', text.replace(STOCK_GROWTH, GROWTH))(
-      module, module.exports, require, main, dirname(main), growFile,
+    new Function('module', 'exports', 'require', '__filename', '__dirname', '__growFile', '__adoptFile', text.replace(STOCK_WRITE, WRITE))(
+      module, module.exports, require, main, dirname(main), growFile, adoptFile,
     );
     return { SQL: await (module.exports as Init)(config), fileGrowth: 'in place' };
   }
