@@ -50,6 +50,11 @@ function crashCopy(dir: string): string {
   return copy;
 }
 
+async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  for (const end = Date.now() + timeoutMs; !check(); await new Promise((r) => setTimeout(r, 10))) {
+    if (Date.now() > end) throw new Error(`not within ${timeoutMs} ms`);
+  }
+}
 const segments = (dir: string) => readdirSync(dir).filter((f) => f.includes('.journal.')).sort();
 const all = (s: Store, userId = 'u') => s.list({ userId, limit: 100_000 });
 
@@ -152,13 +157,14 @@ test('crash: acknowledged events are in the journal and replayed (no snapshot wa
   await store.upsertUser({ idpUserId: 'u', email: 'a@x.test', displayName: 'A' }, NOW);
   const copy = crashCopy(dir);
   assert.not.ok(existsSync(join(copy, 'watchtower.sqlite')), 'nothing but the journal on disk yet');
+  const replayed = segments(copy);
   const { store: after, logs } = await open(join(copy, 'watchtower.sqlite'));
   assert.equal((await all(after)).map((e) => e.id), events.map((e) => e.id).reverse());
   assert.equal(await after.stats('u', NOW), computeStats(events, NOW));
   assert.is((await after.getUser('u'))!.email, 'a@x.test');
   assert.ok(logs.some((l) => /replayed 31 entries/.test(l)), logs.join('\n'));
-  // Start-up compacted: snapshot written, journal segments replayed are gone.
-  assert.ok(existsSync(join(copy, 'watchtower.sqlite')));
+  // Start-up compacts in the background: the snapshot is written, the segments replayed are gone.
+  await until(() => existsSync(join(copy, 'watchtower.sqlite')) && !segments(copy).some((f) => replayed.includes(f)));
   assert.is((await after.health()).journalBytes, 0);
 });
 
@@ -310,6 +316,20 @@ test('retention: oldest pruned first by count and by age, logged, stats still eq
   await store.close();
   const { store: after } = await open(path, { maxEvents: 20, retentionDays: 2, now: () => clock });
   assert.equal((await all(after)).map((e) => e.id), survivors.map((e) => e.id).reverse());
+  await after.close();
+
+  // Retention at start-up, five minutes later: the stats and the dedupe set follow what is left, so
+  // a pruned event sent again is stored again and a kept one is still a duplicate.
+  clock += 5 * 60_000;
+  const left = survivors.filter((e) => Date.parse(e.receivedAt) >= clock - 2 * 86_400_000);
+  const gone = survivors.filter((e) => !left.includes(e));
+  assert.ok(left.length > 0 && gone.length > 0, `left ${left.length}, gone ${gone.length}`);
+  const { store: restarted } = await open(path, { maxEvents: 20, retentionDays: 2, now: () => clock });
+  assert.equal((await all(restarted)).map((e) => e.id), left.map((e) => e.id).reverse());
+  assert.equal(await restarted.stats('u', clock), computeStats(left, clock));
+  assert.is((await restarted.health()).eventCount, left.length);
+  assert.equal(await restarted.insert([left[0]]), [], 'a kept event is still a duplicate');
+  assert.is((await restarted.insert([gone[0]])).length, 1, 'a pruned event is new again');
 });
 
 test('a snapshot does not hold up acknowledgements: inserts sent while the worker exports are acknowledged before a read queued behind the export is answered', async () => {

@@ -135,6 +135,11 @@ class Engine {
   private oldestStmt: Statement;
   private deleteUpToStmt: Statement;
   private aggs = new Map<string, UserAgg>();
+  /**
+   * Whether the aggregates (and the main thread's keys) follow the rows. Not during start-up's replay
+   * and retention: one scan afterwards derives both from what is left (`derive`).
+   */
+  private derived = false;
   private eventCount = 0;
   private maxSeq = 0;
   private prunedTotal = 0;
@@ -221,7 +226,7 @@ class Engine {
         this.maxSeq = seq;
         this.eventCount++;
         added++;
-        this.aggOf(owner).apply(
+        if (this.derived) this.aggOf(owner).apply(
           { seq, type: e.type, version: e.deployVersion, receivedMs, session, route, duration, ttfb: duration === null ? null : ttfb, timestamp: e.timestamp, rating },
           1,
         );
@@ -257,36 +262,33 @@ class Engine {
     return added;
   }
 
-  /** Aggregates are rebuilt from the rows (by column, no JSON parsing) rather than persisted. */
-  rebuildAggregates() {
+  /**
+   * After start-up's replay and retention: the aggregates, rebuilt from the rows (by column, no JSON
+   * parsing) rather than persisted, and every stored (owner, id) grouped by owner for the main
+   * thread's dedupe set, in one scan.
+   */
+  derive(): Record<string, string> {
     this.aggs.clear();
+    const ids = new Map<string, string[]>();
     const all = this.db.prepare(
-      'SELECT seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating FROM events ORDER BY seq',
+      'SELECT seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating, id FROM events ORDER BY seq',
     );
-    while (all.step()) {
-      const { owner, row } = rowFrom(all.get());
-      this.aggOf(owner).apply(row, 1);
-    }
-    all.free();
-  }
-
-  /** Every stored (owner, id), grouped by owner, for the main thread's dedupe set. */
-  keys(): Record<string, string> {
-    const out: Record<string, string> = {};
-    const s = this.db.prepare('SELECT user_id, id FROM events INDEXED BY events_user_id ORDER BY user_id');
-    let owner: string | null = null, ids: string[] = [];
-    while (s.step()) {
-      const [o, id] = s.get() as string[];
-      if (o !== owner) {
-        if (owner !== null) out[owner] = ids.join('\n');
-        owner = o;
-        ids = [];
+    try {
+      while (all.step()) {
+        const v = all.get();
+        const { owner, row } = rowFrom(v);
+        this.aggOf(owner).apply(row, 1);
+        let list = ids.get(owner);
+        if (!list) ids.set(owner, (list = []));
+        list.push(v[11] as string);
       }
-      ids.push(id);
+    } finally {
+      all.free();
     }
-    if (owner !== null) out[owner] = ids.join('\n');
-    s.free();
-    return out;
+    this.derived = true;
+    const keys: Record<string, string> = {};
+    for (const [owner, list] of ids) keys[owner] = list.join('\n');
+    return keys;
   }
 
   /** Deletes up to PRUNE_BATCH of the oldest rows matching `old`; returns how many. */
@@ -312,15 +314,17 @@ class Engine {
       this.db.exec('ROLLBACK');
       throw err;
     }
-    const keys: string[] = [];
-    for (const { owner, row, id } of rows) {
-      const a = this.aggOf(owner);
-      a.apply(row, -1);
-      if (a.total === 0) this.aggs.delete(owner);
-      keys.push(owner, id);
+    if (this.derived) {
+      const keys: string[] = [];
+      for (const { owner, row, id } of rows) {
+        const a = this.aggOf(owner);
+        a.apply(row, -1);
+        if (a.total === 0) this.aggs.delete(owner);
+        keys.push(owner, id);
+      }
+      // The main thread's dedupe set must forget them, or a re-sent pruned event would be ignored.
+      post({ pruned: keys });
     }
-    // The main thread's dedupe set must forget them, or a re-sent pruned event would be ignored.
-    post({ pruned: keys });
     this.eventCount -= rows.length;
     this.prunedTotal += rows.length;
     return rows.length;
@@ -573,7 +577,7 @@ async function syncDir(dir: string): Promise<void> {
   }
 }
 
-/** Start-up: snapshot → journal replay → aggregates → retention. */
+/** Start-up: snapshot → journal replay → retention → aggregates and keys. */
 async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResult }> {
   const { path } = args;
   const dir = dirname(path);
@@ -616,13 +620,12 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
     log(`journal: replayed ${journal.entries.length} entries from ${segments.length} segment(s) (${replayed} events new) in ${Math.round(replayMs)} ms`);
   }
   engine.startup = { replayedEntries: journal.entries.length, replayMs: Math.round(replayMs), tornLinesSkipped: journal.skipped.length };
-  engine.rebuildAggregates();
   const pruned = engine.prune(args.now);
   const changed = journal.entries.length > 0 || pruned.byAge > 0 || pruned.byCount > 0 || journal.skipped.length > 0;
   const lastSegment = segments.length ? segments[segments.length - 1].seq : 0;
   // Segments that held nothing new can go now; anything else is compacted by a snapshot.
   if (segments.length && !changed) await removeSegmentsUpTo(path, lastSegment);
-  return { engine, result: { keys: engine.keys(), lastSegment, compact: changed } };
+  return { engine, result: { keys: engine.derive(), lastSegment, compact: changed } };
 }
 
 // ---- the message loop ----

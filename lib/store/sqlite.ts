@@ -328,7 +328,9 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     return tracked;
   }
 
-  if (init.compact) await snapshotNow('start-up');
+  // Start-up replayed or pruned something: compact it into a snapshot, in the background like any
+  // other (at 1M events the export and write take ~6 s, which the service need not wait for).
+  if (init.compact) snapshotNow('start-up').catch(() => {});
 
   const quietTimer = setInterval(() => {
     if (closed || failure || running || snapshotting || writer.bytes === 0) return;
