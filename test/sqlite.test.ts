@@ -225,12 +225,14 @@ test('snapshot interrupted before the rename: the old snapshot is intact, the te
   assert.match(String(failure?.message), /simulated crash before rename/);
   assert.ok(crashed, 'the hook ran');
   assert.equal(readFileSync(path), snapshotBefore, 'the live snapshot was not touched');
-  assert.ok(readdirSync(crashed).some((f) => f.includes('.tmp-')), 'the crash left a temp file');
+  const left = readdirSync(crashed).filter((f) => f.includes('.tmp-'));
+  assert.is(left.length, 1, 'the crash left a temp file');
   assert.equal(readFileSync(join(crashed, 'watchtower.sqlite')), snapshotBefore);
   const { store: after, logs } = await open(join(crashed, 'watchtower.sqlite'));
   assert.equal((await all(after)).map((e) => e.id), events.map((e) => e.id).reverse());
   assert.ok(logs.some((l) => /removed an unfinished snapshot/.test(l)), logs.join('\n'));
-  assert.not.ok(readdirSync(crashed).some((f) => f.includes('.tmp-')));
+  // (The reopened store compacts in the background, which may have a temp file of its own.)
+  assert.not.ok(existsSync(join(crashed, left[0])));
   // The original store is still usable after a failed snapshot, and its journal was kept.
   await store.insert([ev({ id: 'after-failure' })]);
   const { store: reopened } = await open(join(crashCopy(dir), 'watchtower.sqlite'));
