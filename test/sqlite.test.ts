@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
 import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
-import { growFile, loadSqlJs, readDatabaseFile } from '../lib/store/sqljs.ts';
+import { databaseFile, growFile, loadSqlJs, readDatabaseFile } from '../lib/store/sqljs.ts';
 import type { Store } from '../lib/store/types.ts';
 import type { Worker } from 'node:worker_threads';
 import { runServerToExit } from './helpers/server.ts';
@@ -103,6 +103,37 @@ test('a database file read by readDatabaseFile becomes the database without a co
   assert.equal(copy.exec('PRAGMA integrity_check')[0].values, [['ok']]);
   db.close();
   copy.close();
+});
+
+test('databaseFile: between transactions the file sql.js holds is the whole database, and follows later writes', async () => {
+  const { SQL } = await loadSqlJs();
+  const db = new SQL.Database();
+  db.exec('PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)');
+  const put = db.prepare('INSERT INTO t VALUES (?, ?)');
+  const fill = (from: number, to: number) => {
+    db.exec('BEGIN');
+    for (let i = from; i < to; i++) put.run([i, new Uint8Array(3000).fill(i % 251)]);
+    db.exec('COMMIT');
+  };
+  const sums = "SELECT count(*), sum(hex(substr(b, 3000, 1)) = printf('%02X', i % 251)) FROM t";
+  const reopen = (bytes: Uint8Array) => {
+    const copy = new SQL.Database(bytes.slice());
+    const out = [copy.exec(sums)[0].values, copy.exec('PRAGMA integrity_check')[0].values];
+    copy.close();
+    return out;
+  };
+  fill(0, 500);
+  db.exec('DELETE FROM t WHERE i < 100');
+  const file = databaseFile(db)!;
+  assert.ok(file, 'the pinned sql.js gives its file');
+  assert.is(file.length, db.export().length);
+  assert.equal(reopen(file), [[[400, 400]], [['ok']]]);
+  fill(500, 1500);
+  const grown = databaseFile(db)!;
+  assert.ok(grown.length > file.length * 2);
+  assert.equal(reopen(grown), [[[1400, 1400]], [['ok']]]);
+  put.free();
+  db.close();
 });
 
 test('growFile: a large file grows in place, keeping its bytes; a small one is copied', () => {

@@ -5,9 +5,9 @@
 // - sql.js keeps the whole database in memory; nothing reaches disk unless we write it. An event is
 //   acknowledged only after its journal line is fsynced (group commit: the requests that arrive
 //   while one fsync runs share the next one). A snapshot alone lost acknowledged events on kill -9.
-// - The database lives on a worker thread (sqlite-worker.ts) because a snapshot is `db.export()`,
-//   which blocks its thread in proportion to the database size (~0.6 s at 1M events) and sql.js
-//   cannot read a database out incrementally. This thread keeps what acknowledging needs: the
+// - The database lives on a worker thread (sqlite-worker.ts) because a snapshot writes the database
+//   file out before the database may change again, which blocks its thread in proportion to the
+//   database size (seconds at 1M events). This thread keeps what acknowledging needs: the
 //   journal writer, the group commit and the dedupe decision (a set of stored (owner, id) keys), so
 //   an insert never waits for the worker. The worker applies what this thread acknowledged, in order.
 // - Every message to the worker is handled in the order sent, which gives two guarantees for free:
@@ -208,7 +208,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   let running = false;
   let tornTail = false;
   let lastWriteAt = clock();
-  /** The snapshot in progress (at most one: a second would hold a second export in memory). */
+  /** The snapshot in progress (at most one: a second would only write the same database again). */
   let snapshotting: Promise<void> | null = null;
   /** Journal text posted to the worker whose application it has not confirmed yet. */
   let unappliedBytes = 0;

@@ -1,4 +1,4 @@
-// Loads sql.js for the database worker, with one change to how its in-memory file is held.
+// Loads sql.js for the database worker, with one change to how its in-memory file is written.
 //
 // sql.js keeps the database file in Emscripten's in-memory file system, which grows a file past
 // 1 MiB by 12.5% at a time into a fresh zeroed buffer, copying the whole database over. Writing
@@ -10,14 +10,16 @@
 // Opening a snapshot copied it twice more: the file system copies the bytes it is given into a new
 // buffer, and the first write past the end copied them again into a larger one. A snapshot read by
 // `readDatabaseFile` is already in a resizable buffer, which the file system now adopts as it is (at
-// 1M events: ~3 s and ~1 GB of transient memory less at start-up).
+// 1M events: ~3 s and ~1 GB of transient memory less at start-up). The same change notes each
+// database's file, so a snapshot can write it out as it is (`databaseFile`) instead of exporting a
+// copy.
 //
 // sql.js is pinned; if its text ever differs, the stock module is used and `fileGrowth` says so (a
 // test holds the pinned version to the change).
 import { createRequire } from 'node:module';
 import { open, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { SqlJsStatic } from 'sql.js';
+import type { Database, SqlJsStatic } from 'sql.js';
 
 /**
  * sql.js 1.16.0's write to a file (`a.Ua` its bytes, `a.Wa` the bytes used, `g` the size needed;
@@ -26,7 +28,7 @@ import type { SqlJsStatic } from 'sql.js';
 const STOCK_WRITE =
   'm>=g||(g=Math.max(g,m*(m<1048576?2:1.125)>>>0),m&&(g=\nMath.max(g,256)),m=a.Ua.subarray(0,a.Wa),a.Ua=new Uint8Array(g),a.Ua.set(m));' +
   'a.Ua.set(b.subarray(d,d+c),e);a.Wa=Math.max(a.Wa,e+c)}else a.Ua=b.slice(d,d+c),a.Wa=c;';
-const WRITE = 'm>=g||(a.Ua=__growFile(a.Ua,a.Wa,g));a.Ua.set(b.subarray(d,d+c),e);a.Wa=Math.max(a.Wa,e+c)}else a.Ua=__adoptFile(b,d,c),a.Wa=c;';
+const WRITE = 'm>=g||(a.Ua=__growFile(a.Ua,a.Wa,g));a.Ua.set(b.subarray(d,d+c),e);a.Wa=Math.max(a.Wa,e+c)}else a.Ua=__adoptFile(b,d,c,a),a.Wa=c;';
 
 /** Address space a large file may grow into (reserved, not allocated: pages are used as written). */
 const MAX_FILE_BYTES = 2 ** 32;
@@ -63,10 +65,27 @@ export function growFile(bytes: Uint8Array, used: number, needed: number): Uint8
  * The storage of a new file's first write (`length` bytes of `bytes` from `offset`): the bytes
  * themselves when they fill a resizable buffer (as `readDatabaseFile` returns them), else a copy.
  */
-export function adoptFile(bytes: Uint8Array, offset: number, length: number): Uint8Array {
+export function adoptFile(bytes: Uint8Array, offset: number, length: number, node?: FileNode): Uint8Array {
+  if (node && node.name.startsWith('dbfile_')) files.set(node.name, node);
   const buffer = bytes.buffer as Resizable;
   if (buffer.resizable && offset === 0 && bytes.byteOffset === 0 && length === bytes.length && length === buffer.byteLength) return bytes;
   return bytes.slice(offset, offset + length);
+}
+
+/** A file of sql.js's in-memory file system: its name, its storage and the bytes of it in use. */
+interface FileNode { name: string; Ua: Uint8Array; Wa: number }
+/** The file of each database opened, by its name in the file system (one per Database, never reused). */
+const files = new Map<string, FileNode>();
+
+/**
+ * The bytes of a database's file as they are now, without a copy (null where this sql.js is the
+ * stock one). Outside a transaction they are the whole database: SQLite writes every page of a
+ * transaction to the file when it commits. They change with the next write, so whoever reads them
+ * must finish before the database is written to again.
+ */
+export function databaseFile(db: Database): Uint8Array | null {
+  const node = files.get((db as unknown as { filename: string }).filename);
+  return node ? node.Ua.subarray(0, node.Wa) : null;
 }
 
 /**
