@@ -128,6 +128,22 @@ test('databaseFile: between transactions the file sql.js holds is the whole data
   db.close();
 });
 
+test('snapshots write the database file itself, not an exported copy, for a new store and for one reopened from a snapshot', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  const direct = /^snapshot \(flush\): \d+ events, [\d.]+ MiB, database held \d+ ms, \d+ ms in all$/;
+  const { store, logs } = await open(path);
+  await store.insert(mixed(20));
+  await store.flush();
+  assert.ok(logs.some((l) => direct.test(l)), logs.join('\n'));
+  await store.close();
+  const { store: again, logs: logsAgain } = await open(path);
+  await again.insert([ev({ id: 'after-reopen' })]);
+  await again.flush();
+  assert.ok(logsAgain.some((l) => direct.test(l)), logsAgain.join('\n'));
+  assert.is((await again.health()).eventCount, 21);
+});
+
 test('growFile: a large file grows in place, keeping its bytes; a small one is copied', () => {
   const small = growFile(new Uint8Array([1, 2, 3]), 3, 10);
   assert.equal([...small.subarray(0, 3)], [1, 2, 3]);

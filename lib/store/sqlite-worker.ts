@@ -495,8 +495,8 @@ class Engine {
     const tmp = join(dir, `${basename(path)}.tmp-${Date.now()}-${Math.random().toString(36).slice(2)}`);
     let size = 0;
     let heldMs = 0;
+    const live = databaseFile(this.db);
     try {
-      const live = databaseFile(this.db);
       if (live) {
         size = live.length;
         writeSyncedNow(tmp, live);
@@ -519,7 +519,8 @@ class Engine {
       const totalMs = performance.now() - t0;
       this.snapshotBytes = size;
       this.lastSnapshot = { at: new Date(now).toISOString(), events, bytes: size, heldMs: Math.round(heldMs), totalMs: Math.round(totalMs) };
-      log(`snapshot (${reason}): ${events} events, ${(size / 1048576).toFixed(1)} MiB, database held ${Math.round(heldMs)} ms, ${Math.round(totalMs)} ms in all`);
+      log(`snapshot (${reason}): ${events} events, ${(size / 1048576).toFixed(1)} MiB, database held ${Math.round(heldMs)} ms` +
+        `${live ? '' : ' (exported: a copy)'}, ${Math.round(totalMs)} ms in all`);
     } catch (err) {
       await rm(tmp, { force: true }).catch(() => {});
       log(`snapshot (${reason}) failed; the journal is kept: ${err instanceof Error ? err.message : String(err)}`);

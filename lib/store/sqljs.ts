@@ -66,7 +66,7 @@ export function growFile(bytes: Uint8Array, used: number, needed: number): Uint8
  * themselves when they fill a resizable buffer (as `readDatabaseFile` returns them), else a copy.
  */
 export function adoptFile(bytes: Uint8Array, offset: number, length: number, node?: FileNode): Uint8Array {
-  if (node && node.name.startsWith('dbfile_')) files.set(node.name, node);
+  if (node && node.name.startsWith('dbfile_')) files.set(node.name, new WeakRef(node));
   const buffer = bytes.buffer as Resizable;
   if (buffer.resizable && offset === 0 && bytes.byteOffset === 0 && length === bytes.length && length === buffer.byteLength) return bytes;
   return bytes.slice(offset, offset + length);
@@ -74,8 +74,11 @@ export function adoptFile(bytes: Uint8Array, offset: number, length: number, nod
 
 /** A file of sql.js's in-memory file system: its name, its storage and the bytes of it in use. */
 interface FileNode { name: string; Ua: Uint8Array; Wa: number }
-/** The file of each database opened, by its name in the file system (one per Database, never reused). */
-const files = new Map<string, FileNode>();
+/**
+ * The file of each database opened, by its name in the file system (one per Database). Weakly: once
+ * a database is closed its file is deleted, and its storage must not outlive it here.
+ */
+const files = new Map<string, WeakRef<FileNode>>();
 
 /**
  * The bytes of a database's file as they are now, without a copy (null where this sql.js is the
@@ -84,7 +87,7 @@ const files = new Map<string, FileNode>();
  * must finish before the database is written to again.
  */
 export function databaseFile(db: Database): Uint8Array | null {
-  const node = files.get((db as unknown as { filename: string }).filename);
+  const node = files.get((db as unknown as { filename: string }).filename)?.deref();
   return node ? node.Ua.subarray(0, node.Wa) : null;
 }
 
