@@ -201,7 +201,7 @@ const rows = [
   ['single-event ingest while each snapshot ran (open loop, one due every 5 ms): p50 / p99 / max', `${spread(snapshotRounds.map((r) => r.p50), 1)} / ${spread(snapshotRounds.map((r) => r.p99), 1)} / ${spread(snapshotRounds.map((r) => r.max), 1)} ms (${snapshotRounds.map((r) => r.inserts).join(', ')} inserts)`],
   [`start-up on the snapshot + a journal of ${REPLAY.toLocaleString()} events, ${ROUNDS} rounds: total / journal replay`, `${spread(startupRounds.map((r) => r.openMs))} / ${spread(startupRounds.map((r) => r.replayMs))} ms (${startupRounds[0].replayed.toLocaleString()} entries; ${startupRounds[0].events.toLocaleString()} events)`],
   ['RSS (main thread + database worker) after loading 1M events / peak while loading (a size-triggered snapshot included) / peak during the 1M snapshots', `${mib(rssAfterLoad)} MiB / ${mib(rssPeakDuringLoad)} MiB / ${mib(rssPeakSnapshot)} MiB`],
-  ['main thread JS heap before opening the store / after loading 1M events (the difference is mostly the dedupe set of (owner, id) keys)', `${mib(mainHeapBeforeOpen)} MiB / ${mib(mainHeapAfterLoad)} MiB`],
+  ['main thread JS heap in use before opening the store / after loading 1M events (garbage not yet collected included; the dedupe set of 1M (owner, id) keys is ~75 MB of it)', `${mib(mainHeapBeforeOpen)} MiB / ${mib(mainHeapAfterLoad)} MiB`],
 ];
 const md = `## Store (sqlite) at 1,000,000 events
 
