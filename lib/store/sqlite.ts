@@ -329,7 +329,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   }
 
   // Start-up replayed or pruned something: compact it into a snapshot, in the background like any
-  // other (at 1M events the export and write take ~6 s, which the service need not wait for).
+  // other (at 1M events it takes 1–2.5 s, which the service need not wait for).
   if (init.compact) snapshotNow('start-up').catch(() => {});
 
   const quietTimer = setInterval(() => {
