@@ -1,4 +1,4 @@
-// Who is asking: SPEC 5 rule 4. A bearer token verified against the provider's JWKS wins; the
+// Who is asking (docs/api.md#identity). A bearer token verified against the provider's JWKS wins; the
 // X-IdP-User-Id header counts only where it is trusted (no provider, or SERVICE_TRUST_USER_HEADER).
 import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 
@@ -113,7 +113,7 @@ function createVerifier(options: AuthOptions, issuer: string): (token: string) =
 }
 
 /**
- * The issuer a publishable key names (SPEC 5 rule 6): `pk_test_` or `pk_live_`, then base64 of the
+ * The issuer a publishable key (IDP_PUBLISHABLE_KEY) names: `pk_test_` or `pk_live_`, then base64 of the
  * provider's frontend host followed by `$`. Throws an Error with a one-line reason otherwise.
  */
 export function issuerFromPublishableKey(key: string): string {

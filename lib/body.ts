@@ -90,7 +90,7 @@ function limitStream(limit: number): TransformStream<Uint8Array, Uint8Array> {
 
 const decoder = new TextDecoder('utf-8', { fatal: false });
 
-/** Parses a JSON body; SPEC 4.1: anything that is not JSON is a 400 "Invalid JSON". */
+/** Parses a JSON body; anything that is not JSON is a 400 "Invalid JSON" (docs/api.md#errors). */
 export function parseJson(bytes: Uint8Array): unknown {
   try {
     return JSON.parse(decoder.decode(bytes));

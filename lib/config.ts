@@ -16,7 +16,7 @@ export interface Config {
   defaultOwner: string | null;
   /** SERVICE_TRUST_USER_HEADER=true: accept X-IdP-User-Id even with a provider configured. */
   trustUserHeaderForced: boolean;
-  /** X-IdP-User-Id is believed: no provider configured (SPEC 5 rule 7), or forced. */
+  /** X-IdP-User-Id is believed: no provider configured (development mode), or forced. */
   trustHeader: boolean;
   publishableKey: string | null;
   issuer: string | null;

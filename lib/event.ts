@@ -1,6 +1,6 @@
-// Event shapes and the pure normalisation of SPEC 2.1 → 2.3.
+// Event shapes and their pure normalisation: ingest fields → stored shape (docs/api.md#events).
 
-/** Types the service recognises (SPEC 2.1). Others are accepted as they are. */
+/** Types the service recognises (docs/api.md#event-fields). Others are accepted as they are. */
 export const KNOWN_EVENT_TYPES = [
   'page_view', 'error', 'performance', 'interaction', 'feedback',
   'custom', 'pageload', 'click', 'login', 'logout',
@@ -9,7 +9,7 @@ export const KNOWN_EVENT_TYPES = [
 /** An inbound event as posted by an SDK, after envelope validation. */
 export type RawEvent = Record<string, unknown> & { type: string };
 
-/** The stored and returned shape (SPEC 2.3): camelCase and column-aligned fields side by side. */
+/** The stored and returned shape (docs/api.md#stored-shape): camelCase and column-aligned fields side by side. */
 export interface StoredEvent {
   [custom: string]: unknown;
   id: string;

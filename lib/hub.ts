@@ -1,9 +1,10 @@
-// The live stream (SPEC 4.5): fan-out of newly stored events to SSE subscribers, scoped by owner.
+// The live streams: fan-out of newly stored events to SSE subscribers, scoped by owner.
+// Framing: docs/api.md#sse-framing; design: docs/architecture.md#sse-hub.
 import { concat } from './bytes.ts';
 import type { StoredEvent } from './event.ts';
 
 export interface HubOptions {
-  /** Interval of `: keep-alive` comments (SPEC leaves it open; 15 s keeps proxies from timing out). */
+  /** Interval of `: keep-alive` comments (15 s keeps proxies from closing an idle connection). */
   keepAliveMs?: number;
   /**
    * Messages for one subscriber are coalesced into one write per tick: one write per broadcast per

@@ -1,4 +1,4 @@
-// GET /api/developer/insights (DESIGN.md): what a developer looks at first. Pure.
+// GET /api/developer/insights (docs/api.md#developer-insights): what a developer looks at first. Pure.
 import type { StoredEvent } from './event.ts';
 import { percentile, type Stats, UNKNOWN } from './stats.ts';
 

@@ -1,4 +1,4 @@
-// SPEC 4.1 ownership: who owns an ingested event.
+// Who owns an ingested event (docs/api.md#ownership).
 
 export interface OwnerInputs {
   /** The signed-in dashboard user resolved from the request, if any. */

@@ -1,6 +1,6 @@
-// POST /api/developer/query (DESIGN.md): a structured query, never SQL from the client. The schema
-// admits only known fields, fixed group and metric names, and filter values of safe shapes; the
-// store's scan is parameterised, and grouping happens here.
+// POST /api/developer/query (docs/api.md#developer-query): a structured query, never SQL from the
+// client. The schema admits only known fields, fixed group and metric names, and filter values of
+// safe shapes; the store's scan is parameterised, and grouping happens here.
 import * as v from 'valibot';
 import type { StoredEvent } from './event.ts';
 import { HttpError } from './http.ts';

@@ -1,4 +1,4 @@
-// Envelope validation (DESIGN.md "Ingestion") and request schemas, with valibot.
+// Envelope validation (docs/api.md#event-fields) and request schemas, with valibot.
 import * as v from 'valibot';
 import { HttpError } from './http.ts';
 import { isPlainObject, type RawEvent } from './event.ts';
@@ -77,7 +77,7 @@ export function batchSentAt(body: unknown): number | null {
   return Number.isFinite(t) ? t : null;
 }
 
-/** SPEC 4.1: the body is one event or `{ events: [...] }`. */
+/** An ingest body is one event or `{ events: [...] }` (docs/api.md#ingest). */
 export function batchItems(body: unknown): unknown[] {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new HttpError(400, 'invalid_body', 'Body must be an event object or { "events": [...] }');

@@ -1,5 +1,6 @@
-// Pure statistics of SPEC 2.5 with the semantics fixed in DESIGN.md. Every store must return
-// exactly what computeStats returns for the same events; the store contract suite checks that.
+// Pure statistics of GET /api/stats (docs/api.md#stats). Every store must return exactly what
+// computeStats returns for the same events (docs/architecture.md, invariant 9); the store contract
+// suite checks that.
 import type { StoredEvent } from './event.ts';
 
 export interface LatencyPoint { duration: number; ttfb: number | null; timestamp: string }
@@ -79,7 +80,7 @@ export function dayIndex(t: number, now: number): number {
   return diff >= 0 && diff < SERIES_DAYS ? SERIES_DAYS - 1 - diff : -1;
 }
 
-/** DESIGN.md's breakdown, in one place for every store: which types count in which bucket. */
+/** analytics.breakdownCounts (docs/api.md#stats), in one place for every store: which types count in which bucket. */
 export function breakdownCounts(count: (type: string) => number): Analytics['breakdownCounts'] {
   return {
     performance: count('pageload') + count('performance'),

@@ -1,5 +1,5 @@
 // Builds the served pages' scripts and styles (pages/src → dist/assets/) and writes the generated
-// client configuration dist/assets/config.js from the environment (SPEC 5 rule 12; never committed).
+// client configuration dist/assets/config.js from the environment (never committed: dist/ is ignored).
 // Usage: node scripts/build-pages.mjs [--config-only | --skip-config]
 import { build } from 'esbuild';
 import { copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
@@ -25,7 +25,8 @@ export function clientConfig(env) {
   };
 }
 
-// pk_test_/pk_live_ + base64 of the frontend host followed by `$` (DESIGN.md, identity).
+// pk_test_/pk_live_ + base64 of the frontend host followed by `$` (README, "Identity"; the server's
+// twin is issuerFromPublishableKey in lib/auth.ts).
 function issuerFromPublishableKey(key) {
   const m = /^pk_(?:test|live)_(.+)$/.exec(key);
   if (!m) return null;

@@ -19,7 +19,7 @@ export interface Env {
   href(): string;
   path(): string;
   online(): boolean;
-  /** The endpoint is this page's own origin, so the dashboard's signed-in id applies (SPEC 5 rule 10). */
+  /** The endpoint is this page's own origin, so the dashboard's signed-in id applies (docs/api.md#ownership). */
   sameOrigin(endpoint: string): boolean;
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;

@@ -1,4 +1,4 @@
-// Pure shaping of event data (SPEC 2.2) within the server's envelope limits (lib/schema.ts).
+// Pure shaping of event data (docs/api.md#event-fields) within the server's envelope limits (lib/schema.ts).
 import type { Data } from './types.ts';
 
 /** Drops the query string and fragment: they often carry tokens, e-mail addresses or search terms. */
@@ -17,7 +17,7 @@ interface NavigationTiming {
   type?: string;
 }
 
-/** SPEC 2.2 pageload data from a Navigation Timing Level 2 entry (times relative to navigation start). */
+/** A pageload's `data` from a Navigation Timing Level 2 entry (times relative to navigation start). */
 export function pageloadData(nav: NavigationTiming): Data {
   const ms = (t: number) => Math.max(0, Math.round(t - nav.startTime));
   return {
@@ -36,7 +36,7 @@ export function topFrame(stack: string | undefined): { source?: string; line?: n
   return m ? { source: m[1].replace(/^.*?\(/, ''), line: +m[2], col: +m[3] } : {};
 }
 
-/** SPEC 2.2 error data from anything thrown or rejected. */
+/** An error's `data` from anything thrown or rejected. */
 export function errorData(reason: unknown, mechanism: string): Data {
   const err = reason as { message?: unknown; stack?: unknown; name?: unknown } | null;
   const isError = !!err && typeof err == 'object' && 'message' in err;

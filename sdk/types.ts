@@ -1,4 +1,5 @@
-// Shapes shared by the SDK modules. Field names follow SPEC 2.1 so lib/event.ts normalises them as sent.
+// Shapes shared by the SDK modules. Field names are the ingest fields of docs/api.md#event-fields, so
+// lib/event.ts normalises them as sent.
 
 export interface Options {
   /** Origin (and optional path prefix) of the Watchtower server. Default: the SDK script's own origin. */

@@ -1,5 +1,6 @@
-// SPEC 5 rule 4.1 against a real OpenID Connect provider: access tokens issued by oidc-provider,
-// verified through its published key set, as a deployment with any OIDC provider would run.
+// Bearer tokens (docs/api.md#identity) against a real OpenID Connect provider: access tokens issued
+// by oidc-provider, verified through its published key set, as a deployment with any OIDC provider
+// would run.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
@@ -13,7 +14,7 @@ const plain = ({ expiresAt: _expiresAt, ...identity }: Identity) => identity;
 const bearer = (token: string, headers: Record<string, string> = {}) =>
   new Request('http://watchtower.test/api/stats', { headers: { authorization: `Bearer ${token}`, ...headers } });
 
-test('SPEC 5 rule 4.1: a real provider\'s access tokens (client credentials, code + PKCE sign-in) resolve to their sub', async () => {
+test('a real provider\'s access tokens (client credentials, code + PKCE sign-in) resolve to their sub', async () => {
   const oidc = await startOidc();
   try {
     const auth = createAuthenticator({ trustHeader: false, issuer: oidc.issuer });

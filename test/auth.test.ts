@@ -1,5 +1,6 @@
-// SPEC 5 rule 4 (bearer token verified against the provider's JWKS, header fallback), rule 5 and the
-// section 7 row "provider configured and only a header": lib/auth.ts against keys served over HTTP.
+// Who is asking (docs/api.md#identity): bearer tokens verified against the provider's JWKS, the
+// header fallback, and a header alone refused once a provider is configured. lib/auth.ts against
+// keys served over HTTP.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { exportSPKI, generateKeyPair, SignJWT } from 'jose';
@@ -32,7 +33,7 @@ const auth = (jwks: JwksServer, extra: Partial<AuthOptions> = {}) =>
 const INVALID: Identity = { userId: null, failure: 'invalid' };
 const UNAVAILABLE: Identity = { userId: null, failure: 'unavailable' };
 
-test('SPEC 5 rule 4.1: a bearer token signed by a published RSA, EC or Ed25519 key resolves to its sub', () =>
+test('a bearer token signed by a published RSA, EC or Ed25519 key resolves to its sub', () =>
   withJwks(async (jwks) => {
     const a = auth(jwks);
     for (const key of ['rsa', 'ec', 'ed'] as const) {
@@ -52,14 +53,14 @@ test('a verified token carries its expiry, so live streams can close when it pas
     assert.is((await auth(jwks, { trustHeader: true }).resolve(request({ 'x-idp-user-id': 'u1' }))).expiresAt, undefined);
   }));
 
-test('SPEC 5 rule 4.1: the jwksUrl option overrides <issuer>/.well-known/jwks.json', () =>
+test('the jwksUrl option overrides <issuer>/.well-known/jwks.json', () =>
   withJwks(async (jwks) => {
     const token = await jwks.sign({ sub: 'u1', iss: 'https://idp.example' });
     const a = createAuthenticator({ trustHeader: false, issuer: 'https://idp.example/', jwksUrl: jwks.jwksUrl });
     assert.equal(plain(await a.resolve(bearer(token))), { userId: 'u1' });
   }));
 
-test('SPEC 5 rule 4.1 / SPEC 7: tokens failing a claim check are invalid', () =>
+test('tokens failing a claim check are invalid', () =>
   withJwks(async (jwks) => {
     const a = auth(jwks);
     const cases: Record<string, Record<string, unknown>> = {
@@ -81,7 +82,7 @@ test('SPEC 5 rule 4.1 / SPEC 7: tokens failing a claim check are invalid', () =>
     assert.equal(plain(await a.resolve(bearer(await jwks.sign({ sub: 'u1', nbf: now() + 2 })))), { userId: 'u1' });
   }));
 
-test('SPEC 5 rule 4.1: a token signed by a different key under a published kid is invalid', () =>
+test('a token signed by a different key under a published kid is invalid', () =>
   withJwks(async (jwks) => {
     const a = auth(jwks);
     for (const kind of ['rsa', 'ec', 'ed'] as const) {
@@ -92,7 +93,7 @@ test('SPEC 5 rule 4.1: a token signed by a different key under a published kid i
     }
   }));
 
-test('SPEC 5 rule 4.1: alg none and HS256 signed with the public key (PEM and JWK) are invalid', () =>
+test('alg none and HS256 signed with the public key (PEM and JWK) are invalid', () =>
   withJwks(async (jwks) => {
     const a = auth(jwks);
     const rsa = jwks.keys.find((k) => k.kind === 'rsa')!;
@@ -114,7 +115,7 @@ test('SPEC 5 rule 4.1: alg none and HS256 signed with the public key (PEM and JW
     assert.equal(plain(await a.resolve(bearer(rs512))), INVALID, 'RS512');
   }));
 
-test('SPEC 5 rule 4.1: a tampered payload, an empty Bearer and garbage are invalid', () =>
+test('a tampered payload, an empty Bearer and garbage are invalid', () =>
   withJwks(async (jwks) => {
     const a = auth(jwks);
     const [header, , signature] = (await jwks.sign({ sub: 'u1' })).split('.');
@@ -127,7 +128,7 @@ test('SPEC 5 rule 4.1: a tampered payload, an empty Bearer and garbage are inval
     assert.is(jwks.fetchCount, fetched, 'malformed tokens are refused before any key is fetched');
   }));
 
-test('SPEC 5 rule 4.1: azp must be an authorized party when IDP_AUTHORIZED_PARTIES is set', () =>
+test('azp must be an authorized party when IDP_AUTHORIZED_PARTIES is set', () =>
   withJwks(async (jwks) => {
     const a = auth(jwks, { authorizedParties: ['https://dash.example', 'https://other.example'] });
     assert.equal(plain(await a.resolve(bearer(await jwks.sign({ sub: 'u1', azp: 'https://dash.example' })))), { userId: 'u1' });
@@ -137,7 +138,7 @@ test('SPEC 5 rule 4.1: azp must be an authorized party when IDP_AUTHORIZED_PARTI
     assert.equal(plain(await auth(jwks).resolve(bearer(await jwks.sign({ sub: 'u1', azp: 'https://evil.example' })))), { userId: 'u1' });
   }));
 
-test('SPEC 5 rule 4.1: a kid published after a rotation is accepted once the cooldown has passed', () =>
+test('a kid published after a rotation is accepted once the cooldown has passed', () =>
   withJwks(async (jwks) => {
     const a = auth(jwks, { cooldownMs: 1_000 });
     assert.equal(plain(await a.resolve(bearer(await jwks.sign({ sub: 'u1' })))), { userId: 'u1' });
@@ -152,7 +153,7 @@ test('SPEC 5 rule 4.1: a kid published after a rotation is accepted once the coo
     assert.ok(jwks.keys.some((k) => k.kid === fresh.kid));
   }));
 
-test('SPEC 5 rule 4.1: 200 tokens with random kids do not cause 200 JWKS fetches', () =>
+test('200 tokens with random kids do not cause 200 JWKS fetches', () =>
   withJwks(async (jwks) => {
     const a = auth(jwks);
     assert.equal(plain(await a.resolve(bearer(await jwks.sign({ sub: 'u1' })))), { userId: 'u1' });
@@ -170,7 +171,7 @@ test('SPEC 5 rule 4.1: 200 tokens with random kids do not cause 200 JWKS fetches
     assert.ok(jwks.fetchCount - start <= 2, `${jwks.fetchCount - start} fetches`);
   }));
 
-test('SPEC 5 rule 4.1: an unreachable, failing, hanging or unparseable JWKS is unavailable, never a pass', async () => {
+test('an unreachable, failing, hanging or unparseable JWKS is unavailable, never a pass', async () => {
   const jwks = await startJwks();
   const token = await jwks.sign({ sub: 'u1' });
   try {
@@ -197,7 +198,7 @@ test('SPEC 5 rule 4.1: an unreachable, failing, hanging or unparseable JWKS is u
   assert.equal(plain(await auth(jwks).resolve(bearer('garbage'))), INVALID);
 });
 
-test('SPEC 5 rule 5 / SPEC 7: provider configured, only X-IdP-User-Id → invalid (401)', () =>
+test('provider configured, only X-IdP-User-Id → invalid (401)', () =>
   withJwks(async (jwks) => {
     const a = auth(jwks);
     assert.equal(plain(await a.resolve(request({ [USER_HEADER]: 'u1' }))), INVALID);
@@ -205,7 +206,7 @@ test('SPEC 5 rule 5 / SPEC 7: provider configured, only X-IdP-User-Id → invali
     assert.equal(plain(await a.resolve(request({}))), { userId: null }, 'no credentials at all is anonymous, not a failure');
   }));
 
-test('SPEC 5 rule 4.2: with SERVICE_TRUST_USER_HEADER (trustHeader) the header is accepted alongside a provider', () =>
+test('with SERVICE_TRUST_USER_HEADER (trustHeader) the header is accepted alongside a provider', () =>
   withJwks(async (jwks) => {
     const a = auth(jwks, { trustHeader: true });
     assert.equal(plain(await a.resolve(request({ [USER_HEADER]: 'u1' }))), { userId: 'u1' });
@@ -213,7 +214,7 @@ test('SPEC 5 rule 4.2: with SERVICE_TRUST_USER_HEADER (trustHeader) the header i
     assert.equal(plain(await a.resolve(request({ [USER_HEADER]: 'x'.repeat(257) }))), INVALID);
   }));
 
-test('SPEC 5 rule 4: a bearer token for another user wins over the header', () =>
+test('a bearer token for another user wins over the header', () =>
   withJwks(async (jwks) => {
     for (const trustHeader of [true, false]) {
       const a = auth(jwks, { trustHeader });
@@ -224,7 +225,7 @@ test('SPEC 5 rule 4: a bearer token for another user wins over the header', () =
     }
   }));
 
-test('SPEC 5 rule 7: no provider configured → header trust; a bearer token cannot be verified', async () => {
+test('no provider configured → header trust; a bearer token cannot be verified', async () => {
   const a = createAuthenticator({ trustHeader: true });
   assert.equal(plain(await a.resolve(request({ [USER_HEADER]: 'u1' }))), { userId: 'u1' });
   assert.equal(plain(await a.resolve(request({}))), { userId: null });
@@ -233,7 +234,7 @@ test('SPEC 5 rule 7: no provider configured → header trust; a bearer token can
   assert.equal(plain(await a.resolve(request({ authorization: 'Basic dTpw', [USER_HEADER]: 'u1' }))), { userId: 'u1' });
 });
 
-test('SPEC 5 rule 6: issuerFromPublishableKey derives https://<host> from pk_test_/pk_live_ keys', () => {
+test('issuerFromPublishableKey derives https://<host> from pk_test_/pk_live_ keys', () => {
   const key = (prefix: string, text: string) => prefix + btoa(text);
   assert.is(issuerFromPublishableKey(key('pk_test_', 'clerk.example.com$')), 'https://clerk.example.com');
   assert.is(issuerFromPublishableKey(key('pk_live_', 'auth.watchtower.dev$')), 'https://auth.watchtower.dev');

@@ -1,4 +1,4 @@
-// SPEC 4.8 developer endpoints with the payloads of DESIGN.md.
+// The developer endpoints (docs/api.md#developer-stream, #developer-insights, #developer-query).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fingerprint, normaliseMessage, topFrame } from '../lib/insights.ts';
@@ -7,7 +7,7 @@ import { app, dataFrames, readUntil } from './helpers/app.ts';
 const stackA = 'TypeError: x is undefined\n    at render (https://shop.test/app.js:10:5)\n    at main (https://shop.test/app.js:50:1)';
 const stackB = 'TypeError: x is undefined\n    at checkout (https://shop.test/cart.js:3:9)';
 
-test('SPEC 4.8: every developer endpoint is 401 without a user', async () => {
+test('every developer endpoint is 401 without a user', async () => {
   const { send } = app();
   assert.is((await send('GET', '/api/developer/stream')).status, 401);
   assert.is((await send('GET', '/api/developer/insights')).status, 401);

@@ -1,4 +1,4 @@
-// SPEC section 5 and the error table of section 7 through the handler, with real keys over HTTP.
+// Identity and its errors (docs/api.md#identity) through the handler, with real keys over HTTP.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createAuthenticator } from '../lib/auth.ts';
@@ -24,7 +24,7 @@ async function withProvider(body: (jwks: JwksServer, h: ReturnType<typeof app>) 
 }
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
-test('SPEC 5 rule 2 / SPEC 7: every protected endpoint is 401 {error:"Unauthorized"} with no resolvable user', () =>
+test('every protected endpoint is 401 {error:"Unauthorized"} with no resolvable user', () =>
   withProvider(async (_jwks, { send }) => {
     for (const [method, path, body] of PROTECTED) {
       const res = await send(method, path, { body });
@@ -33,7 +33,7 @@ test('SPEC 5 rule 2 / SPEC 7: every protected endpoint is 401 {error:"Unauthoriz
     }
   }));
 
-test('SPEC 5 rule 3: ingestion and the event stream are open', () =>
+test('ingestion and the event stream are open', () =>
   withProvider(async (_jwks, { send }) => {
     assert.is((await send('POST', '/api/events', { body: { type: 'x' } })).status, 200);
     assert.is((await send('POST', '/api/beacon', { body: { type: 'x' } })).status, 200);
@@ -42,7 +42,7 @@ test('SPEC 5 rule 3: ingestion and the event stream are open', () =>
     await stream.body!.cancel();
   }));
 
-test('SPEC 5 rule 4.1: a verified bearer token reads that user’s data on every protected endpoint', () =>
+test('a verified bearer token reads that user’s data on every protected endpoint', () =>
   withProvider(async (jwks, { send }) => {
     const token = await jwks.sign({ sub: 'user_a' });
     await send('POST', '/api/events', { body: { type: 'error', id: 'mine', message: 'boom' }, headers: bearer(token) });
@@ -57,13 +57,13 @@ test('SPEC 5 rule 4.1: a verified bearer token reads that user’s data on every
     assert.equal(events.map((e: { id: string; user_id: string }) => [e.id, e.user_id]), [['mine', 'user_a']]);
   }));
 
-test('SPEC 5 rule 4.2 / rule 7: with no provider the X-IdP-User-Id header is the user', async () => {
+test('with no provider the X-IdP-User-Id header is the user', async () => {
   const { send, as } = app();
   await send('POST', '/api/events', { body: { type: 'x', userId: 'dev' } });
   assert.is((await (await send('GET', '/api/events', { headers: as('dev') })).json()).events.length, 1);
 });
 
-test('SPEC 5 rule 5 / SPEC 7: a real provider and only the header → 401; SERVICE_TRUST_USER_HEADER=true accepts it', async () => {
+test('a real provider and only the header → 401; SERVICE_TRUST_USER_HEADER=true accepts it', async () => {
   await withProvider(async (_jwks, { send, as }) => {
     const res = await send('GET', '/api/events', { headers: as('user_a') });
     assert.is(res.status, 401);
@@ -74,7 +74,7 @@ test('SPEC 5 rule 5 / SPEC 7: a real provider and only the header → 401; SERVI
   }, true);
 });
 
-test('SPEC 5 rule 4: a token wins over a header naming another user', () =>
+test('a token wins over a header naming another user', () =>
   withProvider(async (jwks, { send, as }) => {
     await send('POST', '/api/events', { body: { type: 'x', id: 'b-event', userId: 'user_b' } });
     const res = await send('GET', '/api/events', { headers: { ...as('user_b'), ...bearer(await jwks.sign({ sub: 'user_a' })) } });
@@ -116,7 +116,7 @@ test('a JWKS that cannot be fetched gives 503 on protected reads, never a pass',
   assert.is((await store.stats('user_a', Date.now())).totalEvents, 0, 'stored unowned, not as the token\'s subject');
 });
 
-test('SPEC 4.1: a forged token on ingestion never claims ownership', () =>
+test('a forged token on ingestion never claims ownership', () =>
   withProvider(async (jwks, { send }) => {
     const other = await startJwks();
     try {
@@ -134,17 +134,17 @@ test('SPEC 4.1: a forged token on ingestion never claims ownership', () =>
     }
   }));
 
-test('SPEC 5 rule 9: anonymous external apps are accepted and stored unowned', () =>
+test('anonymous external apps are accepted and stored unowned', () =>
   withProvider(async (jwks, { send, store }) => {
     const res = await send('POST', '/api/events', { body: { events: [{ type: 'pageload' }] } });
     assert.is(res.status, 200);
     assert.equal(await res.json(), { accepted: 1, rejected: 0 });
     assert.is((await store.health()).eventCount, 1);
     const stats = await (await send('GET', '/api/stats', { headers: bearer(await jwks.sign({ sub: 'user_a' })) })).json();
-    assert.is(stats.totalEvents, 0, 'SPEC 5 rule 8: unowned events appear for no user');
+    assert.is(stats.totalEvents, 0, 'unowned events appear for no user');
   }));
 
-test('SPEC 4.7: users sync needs the token of the same user', () =>
+test('users sync needs the token of the same user', () =>
   withProvider(async (jwks, { send }) => {
     const body = { idpUserId: 'user_a', email: 'a@example.com', displayName: 'A' };
     assert.is((await send('POST', '/api/users/sync', { body, headers: bearer(await jwks.sign({ sub: 'user_b' })) })).status, 403);
@@ -162,7 +162,7 @@ test('streams of a signed-in user close when the token expires', () =>
     }
   }));
 
-test('SPEC 5 rule 5 through server.ts: IDP_JWT_ISSUER turns header trust off; tokens work', async () => {
+test('server.ts: IDP_JWT_ISSUER turns header trust off; tokens work', async () => {
   const jwks = await startJwks();
   const server = await startServer({ IDP_JWT_ISSUER: jwks.issuer });
   try {

@@ -1,4 +1,5 @@
-// SPEC 5 rule 8: no endpoint or stream shows one user another user's data, in any store.
+// No endpoint or stream shows one user another user's data, in any store (docs/architecture.md,
+// invariant 10).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createMemoryStore } from '../lib/store/memory.ts';

@@ -147,7 +147,7 @@ function register() {
     noProblems();
   });
 
-  test('SPEC 5 rule 10: an unauthenticated visit to /dashboard lands on /login/, the shell never shown', async () => {
+  test('an unauthenticated visit to /dashboard lands on /login/, the shell never shown', async () => {
     const html = await (await fetch(url('/dashboard'))).text();
     assert.match(html, /<div id="app" hidden>/, 'the shell is hidden until the session is confirmed');
     const ctx = await newContext();
@@ -409,7 +409,7 @@ function register() {
     const { page, bearer } = await providerSignIn(login);
     assert.match(bearer, /^Bearer ey/, 'a JWT access token');
     assert.is(await page.locator('#user-id').textContent(), login);
-    assert.is(await page.evaluate(() => localStorage.getItem('service_idp_user_id')), login, 'SPEC 5 rule 10: the id for the demo');
+    assert.is(await page.evaluate(() => localStorage.getItem('service_idp_user_id')), login, 'the signed-in id is kept for the same-origin demo');
     const stored = await page.evaluate(() => ({
       local: Object.keys(localStorage).map((k) => localStorage.getItem(k) ?? '').join(' '),
       session: Object.keys(sessionStorage).map((k) => sessionStorage.getItem(k) ?? '').join(' '),

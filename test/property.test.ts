@@ -56,7 +56,7 @@ test('any body, content type and encoding: never a 5xx', async () => {
 });
 
 test('accepted + rejected equals the batch size, and accepted events read back unchanged', async () => {
-  // The persisted variant, whose answer carries the stored events (SPEC 4.1): one store for every
+  // A persisted store, whose answer carries the stored events (docs/api.md#ingest): one store for every
   // run, each run's owners its own, so runs cannot see each other's events.
   const store = await tempSqliteStore();
   const { send, as } = app({ store, rateLimit: { rate: 0, burst: 1 } });

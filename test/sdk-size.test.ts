@@ -1,4 +1,4 @@
-// Size budget of the SDK (DESIGN.md targets): the minified, gzipped core under 5 KB. The build
+// Size budget of the SDK (docs/architecture.md#browser-side): the minified, gzipped core under 5 KB. The build
 // script bundles in memory here, so the figure is always that of the current sources.
 import { spawnSync } from 'node:child_process';
 import { test } from 'uvu';

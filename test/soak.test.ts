@@ -63,7 +63,7 @@ test(`soak: ${SECONDS} s of mixed traffic at ${RATE} req/s with subscribers atta
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
           const body = await res.json();
           if (res.status === 200 && user) {
-            // The memory store answers with the counts (SPEC 4.1, base behaviour): all of them accepted.
+            // The memory store answers with the counts (docs/api.md#stores): all of them accepted.
             assert.equal(body, { accepted: ids.length, rejected: 0 });
             acked.set(user, [...(acked.get(user) ?? []), ...ids]);
           }

@@ -1,4 +1,4 @@
-// SPEC 4.5: the live stream, through the handler and directly on the hub.
+// The live stream (docs/api.md#stream, #sse-framing), through the handler and directly on the hub.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHub } from '../lib/hub.ts';
@@ -7,7 +7,7 @@ import { app, dataFrames, readUntil } from './helpers/app.ts';
 
 const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-test('SPEC 4.5: headers at once, one data: line of a JSON array per broadcast', async () => {
+test('headers at once, one data: line of a JSON array per broadcast', async () => {
   const { send, handler } = app();
   const res = await send('GET', '/api/events/stream');
   assert.is(res.status, 200);

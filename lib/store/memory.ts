@@ -1,4 +1,4 @@
-// The base behaviour's store: a bounded ring buffer, lost on restart (SPEC 8).
+// The base behaviour's store: a bounded ring buffer, lost on restart (docs/architecture.md#memory-store).
 import type { StoredEvent } from '../event.ts';
 import { computeStats, type Stats } from '../stats.ts';
 import type { AppUser, EventQuery, Store, StoreHealth, UserSync } from './types.ts';

@@ -23,8 +23,9 @@ export const MIGRATIONS: readonly Migration[] = [
     // faster to insert and far cheaper to expire a day; revisit when retention deletes grow heavy.
     // Rows arrive in received_at order, so the BRIN index stays tiny and precise.
     //
-    // Columns of SPEC 2.3 plus the numbers the statistics need, extracted once at insert by the same
-    // functions computeStats uses (route_key, duration, ttfb, rating), so stats never parse JSON.
+    // Columns of the stored shape (docs/api.md#stored-shape) plus the numbers the statistics need,
+    // extracted once at insert by the same functions computeStats uses (route_key, duration, ttfb,
+    // rating), so stats never parse JSON.
     // `metadata` is the whole stored event; `raw` keeps its exact JSON text only when jsonb cannot
     // hold it (NUL characters, lone surrogates). `seq` is the insertion order every read sorts by.
     // Per-user indexes are partial (user_id is not null): unowned events are never read by user.

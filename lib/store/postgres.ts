@@ -1,5 +1,6 @@
 // The shared store: PostgreSQL, for several stateless instances behind a load balancer.
 // Acknowledged = committed. Other instances' inserts reach this one through LISTEN/NOTIFY.
+// See docs/architecture.md#postgresql-store.
 import postgres from 'postgres';
 import type { StoredEvent } from '../event.ts';
 import {

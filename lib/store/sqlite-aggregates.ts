@@ -1,5 +1,5 @@
 // Per-user aggregates kept up to date on insert and on retention pruning, so /api/stats does not
-// scan a user's events: at 1M events the naive SQL took seconds (DESIGN.md). Everything here
+// scan a user's events: at 1M events the naive SQL took seconds. Everything here
 // reproduces computeStats exactly, percentiles included.
 import { LATENCY_POINTS, UNKNOWN, type LatencyPoint } from '../stats.ts';
 

@@ -1,5 +1,6 @@
 // The persisted variant's store: SQLite (sql.js, in memory, on a worker thread) + an fsynced journal
-// + snapshots.
+// + snapshots. docs/architecture.md#sqlite-store describes it; the invariants it keeps are numbered
+// there (1–8).
 //
 // Why this shape:
 // - sql.js keeps the whole database in memory; nothing reaches disk unless we write it. An event is
@@ -270,7 +271,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         }
         // Every op of the group is applied (synchronously: no await in between) and the new entries
         // posted before any op is resolved, so a read issued after an acknowledgement is queued in
-        // the worker behind the events it acknowledged.
+        // the worker behind the events it acknowledged (docs/architecture.md, invariant 7).
         const results = group.map((op) => {
           try {
             return { ok: true as const, value: op.apply() };

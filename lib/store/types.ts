@@ -43,7 +43,7 @@ export class StoreUnavailableError extends Error {
 export interface Store {
   /**
    * True for the stores of the persisted variant (sqlite, PostgreSQL), whose ingest answer carries
-   * the stored events (SPEC 4.1); the base behaviour's buffer answers with the counts only.
+   * the stored events (docs/api.md#stores); the base behaviour's buffer answers with the counts only.
    */
   readonly persisted: boolean;
   /**
@@ -54,9 +54,9 @@ export interface Store {
   insert(events: StoredEvent[], texts?: string[]): Promise<StoredEvent[]>;
   /** One user's events, most recent first, filtered by type and deployVersion. */
   list(query: EventQuery): Promise<StoredEvent[]>;
-  /** Statistics of SPEC 2.5 over one user's events; must equal computeStats over them. */
+  /** Statistics (docs/api.md#stats) over one user's events; must equal computeStats over them. */
   stats(userId: string, now: number): Promise<Stats>;
-  /** Upserts the app user keyed by idp_user_id (SPEC 4.7) and returns the stored record. */
+  /** Upserts the app user keyed by idp_user_id (docs/api.md#users-sync) and returns the stored record. */
   upsertUser(user: UserSync, now: number): Promise<AppUser>;
   getUser(idpUserId: string): Promise<AppUser | null>;
   health(): Promise<StoreHealth>;

@@ -1,5 +1,5 @@
-// /dashboard: hidden until the session is confirmed (SPEC 5 rule 10), then statistics, events and
-// the live feed of the user's own events.
+// /dashboard: hidden until the session is confirmed (a visitor without one goes to /login/), then
+// statistics, events and the live feed of the user's own events.
 import type { StoredEvent } from '../../lib/event.ts';
 import type { Stats } from '../../lib/stats.ts';
 import { byId } from './lib/dom.ts';

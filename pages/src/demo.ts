@@ -1,5 +1,5 @@
 // /demo/: a small monitored app. It loads the SDK from /sdk/watchtower.js like any customer app and
-// tags its events with the signed-in id from localStorage (SPEC 5 rule 10), so they reach the
+// tags its events with the signed-in id from localStorage (docs/api.md#ownership), so they reach the
 // dashboard of whoever is signed in on this origin.
 import { byId, el } from './lib/dom.ts';
 

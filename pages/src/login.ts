@@ -1,4 +1,4 @@
-// /login/: signed-in visitors go to /dashboard (SPEC 5 rule 10); others get the sign-in component
+// /login/: signed-in visitors go to /dashboard; others get the sign-in component
 // in #idp-sign-in and sign-up in #idp-sign-up — a development form, or the provider's buttons.
 import { byId, el } from './lib/dom.ts';
 import { completeProviderSignIn, currentSession, devSignIn, mode, providerSignIn } from './lib/session.ts';

@@ -1,7 +1,8 @@
 // A real OpenID Connect provider (npm oidc-provider) on 127.0.0.1 issuing JWT access tokens, with its
-// key set at /.well-known/jwks.json as SPEC 5 rule 4.1 expects. Two clients: a confidential service
-// client (client credentials) and a public dashboard client (authorization code + PKCE, for sign-in
-// from a browser or scripted with `signIn`). Development interactions: any login name is accepted.
+// key set at /.well-known/jwks.json, where the service looks by default (docs/api.md#identity). Two
+// clients: a confidential service client (client credentials) and a public dashboard client
+// (authorization code + PKCE, for sign-in from a browser or scripted with `signIn`). Development
+// interactions: any login name is accepted.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { exportJWK, generateKeyPair } from 'jose';

@@ -1,7 +1,7 @@
 // The generated client configuration (dist/assets/config.js, written by scripts/build-pages.mjs).
 
 export interface ClientConfig {
-  /** `provider`: OpenID Connect sign-in; `dev`: header-trust development mode (SPEC 5 rule 7). */
+  /** `provider`: OpenID Connect sign-in; `dev`: header-trust development mode (no provider configured). */
   mode: 'provider' | 'dev';
   issuer: string;
   clientId: string;

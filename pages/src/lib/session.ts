@@ -1,4 +1,4 @@
-// Client-side authentication of the same-origin pages (SPEC 5 rule 10), in one place. Two modes:
+// Client-side authentication of the same-origin pages, in one place. Two modes:
 // - dev (no provider configured): the server trusts X-IdP-User-Id, so signing in only records an id.
 // - provider: OpenID Connect Authorization Code + PKCE (./oidc.ts, loaded only in that mode);
 //   API calls carry the access token as a Bearer token.
@@ -10,7 +10,7 @@ export interface Session {
   displayName: string;
 }
 
-/** SPEC 5 rule 10: the signed-in id, read by the same-origin demo to tag its events. */
+/** The signed-in id, read by the same-origin demo to tag its events (docs/api.md#ownership). */
 export const USER_KEY = 'service_idp_user_id';
 const DEV_PROFILE_KEY = 'watchtower_dev_profile';
 
@@ -82,7 +82,7 @@ export async function api(path: string, init: RequestInit = {}): Promise<Respons
   return response;
 }
 
-/** After sign-in (SPEC 4.7): the service keeps its own record of the user. The answer's status. */
+/** After sign-in the service keeps its own record of the user (docs/api.md#users-sync). The answer's status. */
 export async function syncUser(session: Session): Promise<number> {
   const response = await api('/api/users/sync', {
     method: 'POST',

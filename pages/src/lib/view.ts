@@ -187,7 +187,7 @@ export function createDashboardView(options: { live: boolean }): DashboardView {
       routeSelect.value = routes.some(([n]) => n === selected) ? selected : routes[0]?.[0] ?? '';
       showRoute(routeSelect.value);
 
-      // Series labels are "1".."7", oldest UTC day first (DESIGN.md); show them as dates.
+      // Series labels are "1".."7", oldest UTC day first (docs/api.md#stats); show them as dates.
       const days = a.activitySeries.labels.map((_, i, all) => {
         const d = new Date(now - (all.length - 1 - i) * 86_400_000);
         return i === all.length - 1 ? 'Today' : d.toLocaleDateString(undefined, { weekday: 'short', timeZone: 'UTC' });

@@ -1,4 +1,5 @@
-// SPEC 5 rules not covered elsewhere by name: no credentials stored (1), generated client config (12).
+// Identity rules no other suite covers: a user record never holds a credential, and the provider's
+// publishable key reaches the pages through a generated client configuration that is never committed.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync } from 'node:fs';
@@ -10,7 +11,7 @@ import { clientConfig, configScript } from '../scripts/build-pages.mjs';
 import { ROOT } from './helpers/server.ts';
 
 for (const [name, open] of [['memory', async () => createMemoryStore()], ['sqlite', tempSqliteStore]] as const) {
-  test(`SPEC 5 rule 1 (${name}): the user record holds no password or credential, whatever is sent`, async () => {
+  test(`${name}: the user record holds no password or credential, whatever is sent`, async () => {
     const store = await open();
     try {
       const { send, as } = app({ store });
@@ -27,7 +28,7 @@ for (const [name, open] of [['memory', async () => createMemoryStore()], ['sqlit
   });
 }
 
-test('SPEC 5 rule 12: the publishable key reaches a generated client configuration, which is never committed', () => {
+test('the publishable key reaches a generated client configuration, which is never committed', () => {
   const key = 'pk_live_' + btoa('accounts.example.com$');
   const config = clientConfig({ IDP_PUBLISHABLE_KEY: key, IDP_CLIENT_ID: 'dash' });
   assert.equal(config, { mode: 'provider', issuer: 'https://accounts.example.com', clientId: 'dash', publishableKey: key, scope: 'openid profile email' });
