@@ -1,4 +1,7 @@
-// Public API of the package: the handler, configuration, stores and the pure functions.
+// Public API of the package root (`watchtower`): the handler, configuration, the memory store and
+// the pure functions. The persisted stores and the node:http adapter have entry points of their own
+// (`watchtower/sqlite`, `watchtower/postgres`, `watchtower/node`), so importing the root never
+// loads postgres.js, sql.js or worker_threads.
 export { createHandler, type FetchHandler, type HandlerDeps } from './handler.ts';
 export { loadConfig, ConfigError, type Config } from './config.ts';
 export { createAuthenticator, type Authenticator, type Identity } from './auth.ts';
@@ -9,8 +12,6 @@ export { normalise, uuidv7, KNOWN_EVENT_TYPES, type StoredEvent, type RawEvent }
 export { validateEvents, batchItems, EventEnvelope, MAX_BATCH } from './schema.ts';
 export { resolveOwner } from './owner.ts';
 export { computeStats, percentile, type Stats, type LatencySummary } from './stats.ts';
-export { openSqliteStore } from './store/sqlite.ts';
-export { openPostgresStore } from './store/postgres.ts';
 export { StoreUnavailableError } from './store/types.ts';
 export { computeInsights, fingerprint, type Insights } from './insights.ts';
 export { parseDeveloperQuery, evaluateQuery, type DeveloperQuery } from './query.ts';

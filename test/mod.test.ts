@@ -1,11 +1,13 @@
-// The package root exports what embedders use, and it loads on every runtime.
+// The package's entry points export what embedders use, and they load on every runtime.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import * as watchtower from '../lib/mod.ts';
+import * as postgres from '../lib/postgres.ts';
+import * as sqlite from '../lib/sqlite.ts';
 
-test('the package root exports the handler, stores, config and the pure functions', async () => {
+test('the package root exports the handler, the memory store, config and the pure functions', async () => {
   for (const name of [
-    'createHandler', 'createMemoryStore', 'openSqliteStore', 'openPostgresStore', 'loadConfig', 'createAuthenticator', 'createHub',
+    'createHandler', 'createMemoryStore', 'loadConfig', 'createAuthenticator', 'createHub',
     'normalise', 'validateEvents', 'resolveOwner', 'computeStats', 'percentile', 'computeInsights', 'evaluateQuery', 'createRateLimiter',
   ]) {
     assert.type((watchtower as Record<string, unknown>)[name], 'function', name);
@@ -13,6 +15,13 @@ test('the package root exports the handler, stores, config and the pure function
   const handler = watchtower.createHandler({ store: watchtower.createMemoryStore() });
   const res = await handler(new Request('http://x/api/health'));
   assert.is((await res.json()).status, 'ok');
+});
+
+test('the persisted stores have entry points of their own, apart from the root', () => {
+  assert.type(sqlite.openSqliteStore, 'function');
+  assert.type(postgres.openPostgresStore, 'function');
+  assert.not.ok('openSqliteStore' in watchtower);
+  assert.not.ok('openPostgresStore' in watchtower);
 });
 
 test.run();

@@ -1,0 +1,3 @@
+// Entry point `watchtower/postgres`: the PostgreSQL store. Apart from the root so that only
+// embedders who use it load postgres.js.
+export { openPostgresStore, type PostgresStoreOptions } from './store/postgres.ts';

@@ -1,0 +1,9 @@
+// Entry point `watchtower/sqlite`: the persisted embedded store (sql.js on a worker thread plus an
+// fsynced journal). Apart from the root so that only embedders who use it load its worker and sql.js.
+export {
+  openSqliteStore,
+  CorruptDatabaseError,
+  DEFAULT_RETENTION_DAYS,
+  DEFAULT_MAX_EVENTS,
+  type SqliteStoreOptions,
+} from './store/sqlite.ts';
