@@ -53,9 +53,8 @@ const DEFAULT_MARKER = /^\{\{\s*default\s*\}\}$/;
 export function groupEvent(event: ErrorLike, frames?: Frame[]): Grouping {
   const data = event.data ?? {};
   const exception = sentryException(data.exception);
-  const stack = typeof data.stack === 'string' ? data.stack : typeof event.stack === 'string' ? event.stack : null;
-  const sentryFrames = exception?.stacktrace?.frames ?? data.frames;
-  const parsed = frames ?? (Array.isArray(sentryFrames) ? framesFromSentry(sentryFrames) : parseStack(stack));
+  const stack = stackText(event);
+  const parsed = frames ?? eventFrames(event);
   const rawMessage = firstString(exception?.value, event.message, data.message, data.value) ?? '';
   const type = firstString(exception?.type) ?? exceptionType(data, stack, rawMessage);
   const message = stripType(rawMessage, type);
@@ -80,6 +79,16 @@ export function groupEvent(event: ErrorLike, frames?: Frame[]): Grouping {
     frames: parsed,
   };
 }
+
+/** The frames of an error event, innermost first: structured (Sentry) frames when it has them, else its parsed stack text. */
+export function eventFrames(event: ErrorLike): Frame[] {
+  const data = event.data ?? {};
+  const structured = sentryException(data.exception)?.stacktrace?.frames ?? data.frames;
+  return Array.isArray(structured) ? framesFromSentry(structured) : parseStack(stackText(event));
+}
+
+const stackText = (event: ErrorLike): string | null =>
+  typeof event.data?.stack === 'string' ? event.data.stack : typeof event.stack === 'string' ? event.stack : null;
 
 function culpritOf(f: Frame): string {
   const file = displayFile(f.file);
