@@ -16,6 +16,8 @@ export interface Frame {
 
 /** Frames kept from one stack: enough for grouping and display, bounded against huge recursions. */
 export const MAX_FRAMES = 50;
+/** Longer lines are not frames (a stack is client input: this bounds the work per line). */
+const MAX_LINE = 2048;
 
 const V8_LINE = /^\s*at\s+/;
 
@@ -27,6 +29,7 @@ export function parseStack(stack: unknown): Frame[] {
   const v8 = lines.some((l) => V8_LINE.test(l));
   const frames: Frame[] = [];
   for (const line of lines) {
+    if (line.length > MAX_LINE) continue;
     const frame = v8 ? parseV8Line(line) : parseGeckoLine(line);
     if (frame) frames.push(frame);
     if (frames.length === MAX_FRAMES) break;
@@ -37,10 +40,10 @@ export function parseStack(stack: unknown): Frame[] {
 function parseV8Line(text: string): Frame | null {
   if (!V8_LINE.test(text)) return null;
   const rest = text.replace(V8_LINE, '').trim();
-  // "fn (location)" or a bare "location".
-  const named = /^(.*?) \((.*)\)$/.exec(rest);
-  let fn = named ? named[1] : null;
-  let location = named ? named[2] : rest;
+  // "fn (location)" or a bare "location". (Found by index, not a backtracking regular expression.)
+  const open = rest.endsWith(')') ? rest.indexOf(' (') : -1;
+  let fn = open > 0 ? rest.slice(0, open) : null;
+  let location = open > 0 ? rest.slice(open + 2, -1) : rest;
   // "eval at outer (url:1:2), <anonymous>:1:5": the code ran from an eval; its own position is last.
   if (location.startsWith('eval at ')) location = location.slice(location.lastIndexOf(', ') + 2);
   if (fn !== null) {
