@@ -144,6 +144,9 @@ test('messages: one alert names the issue and links to it; a burst says how many
   assert.ok(r2.text.includes('Error 2') && r2.text.includes('/dashboard/issues/i2'));
   assert.ok(r2.text.includes('…and 9 more: https://watchtower.example.com/dashboard/issues?project=shop'));
 
+  const forged = notificationOf(rule(), { alerts: [{ kind: 'new_issue', at: T0, issue: { ...issue, title: 'Error: a\r\nBcc: victim@example.com', version: null } }], count: 1 }, T0, 'n3');
+  assert.is(render(forged, links).subject, '[Watchtower] New issue in shop: Error: a Bcc: victim@example.com at applyCoupon (/assets/app.js)', 'client text stays on one line');
+
   const body = JSON.parse(webhookBody(burst, links));
   assert.is(body.text, r2.summary, 'Slack shows text');
   assert.equal([body.id, body.kind, body.count, body.rule], ['n2', 'new_issue', 12, { id: 'r1', kind: 'new_issue', project: 'shop' }]);

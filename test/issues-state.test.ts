@@ -5,7 +5,7 @@ import { HttpError } from '../lib/http.ts';
 import { normalise } from '../lib/event.ts';
 import { groupEvent } from '../lib/issues/fingerprint.ts';
 import { addSession, emptySessions, EXACT_SESSIONS } from '../lib/issues/sessions.ts';
-import { applyEvent, DAILY_DAYS, type Issue, type IssueEvent, issueEventOf, issueId, MAX_VERSIONS, parseStatusChange, setStatus } from '../lib/issues/state.ts';
+import { applyEvent, DAILY_DAYS, type Issue, type IssueEvent, issueEventOf, issueId, MAX_VERSIONS, parseStatusChange, publicIssue, setStatus } from '../lib/issues/state.ts';
 import { compareVersions, isLaterVersion } from '../lib/issues/version.ts';
 
 const DAY = 86_400_000;
@@ -159,6 +159,14 @@ test('an issue is plain JSON: a stored copy goes on exactly like the original', 
   assert.equal(stored, issue);
   const e = ev({ sessionId: 'z' });
   assert.equal(applyEvent(stored, e, T0 + 2 * DAY), applyEvent(issue, e, T0 + 2 * DAY));
+});
+
+test('publicIssue: the session count without the internal sketch', () => {
+  const { issue } = run([[ev({ sessionId: 'a' }), T0], [ev({ sessionId: 'b' }), T0]]);
+  const shown = publicIssue(issue);
+  assert.equal(shown.sessions, { count: 2, exact: true });
+  assert.is(shown.count, 2);
+  assert.ok(issue.sessions.sketch.length > 0, 'the issue itself keeps it');
 });
 
 test('issueEventOf: a stored event and its grouping feed the state machine', () => {

@@ -77,6 +77,8 @@ export class AlertEngine {
   tick(): Promise<Notification[]> {
     return this.exclusive(async () => {
       const changes = this.queue.splice(0);
+      // Nothing new and nothing held: no need to ask the store for the rules every second.
+      if (changes.length === 0 && ![...this.cooldowns.values()].some((s) => s.heldCount > 0)) return [];
       let rules: readonly AlertRule[];
       try {
         rules = await this.options.rules();

@@ -43,8 +43,15 @@ const ms = (n: number) => `${Math.round(n).toLocaleString('en-US')} ms`;
 const where = (project: string | null) => (project ? ` in ${project}` : '');
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
+/** Client text (titles, culprits, routes) on one line: a line break must not forge a header or a list item. */
+const flat = (s: string) => s.replace(/[\r\n\t]+/g, ' ');
+
 /** One line per alert. */
 function line(a: Alert): string {
+  return flat(describe(a));
+}
+
+function describe(a: Alert): string {
   switch (a.kind) {
     case 'new_issue':
       return `New issue${where(a.issue.project)}: ${a.issue.title}${a.issue.culprit ? ` at ${a.issue.culprit}` : ''}`;

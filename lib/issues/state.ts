@@ -181,6 +181,11 @@ function addDay(daily: [string, number][], day: string): [string, number][] {
   return out.length > DAILY_DAYS ? out.slice(out.length - DAILY_DAYS) : out;
 }
 
+/** An issue as the API shows it: the session sketch and hashes are internal, only the count is shown. */
+export function publicIssue(issue: Issue): Omit<Issue, 'sessions'> & { sessions: { count: number; exact: boolean } } {
+  return { ...issue, sessions: { count: issue.sessions.count, exact: issue.sessions.exact } };
+}
+
 export type StatusChange =
   | { status: 'resolved'; resolvedInVersion?: string | null }
   | { status: 'unresolved' }
