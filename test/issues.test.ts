@@ -27,7 +27,8 @@ test('parseStack: Chrome frames, with async, new, [as alias], eval and native po
     at Object.handler [as onload] (https://app.example.com/js/main.js:30:1)
     at https://app.example.com/js/boot.js:1:200
     at eval (eval at run (https://app.example.com/js/main.js:5:3), <anonymous>:1:13)
-    at Array.map (<anonymous>)`);
+    at Array.map (<anonymous>)
+    at async Promise.all (index 0)`);
   assert.equal(frames.map((f) => [f.function, f.file, f.line, f.column, f.inApp]), [
     ['fetchUser', 'https://app.example.com/js/main.js', 10, 5, true],
     ['loadPage', 'https://app.example.com/js/main.js', 20, 7, true],
@@ -36,6 +37,7 @@ test('parseStack: Chrome frames, with async, new, [as alias], eval and native po
     [null, 'https://app.example.com/js/boot.js', 1, 200, true],
     ['eval', '<anonymous>', 1, 13, false],
     ['Array.map', '<anonymous>', null, null, false],
+    ['Promise.all', 'index 0', null, null, false],
   ]);
 });
 

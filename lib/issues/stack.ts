@@ -127,7 +127,8 @@ const VENDOR_CHUNK = /(?:^|[/.~_-])(?:vendors?|chunk-vendors|framework|polyfills
 
 /**
  * The in-app rule: a frame is the app's own code unless its file is
- * - missing, or not a script URL or path (`<anonymous>`, `native`, `[native code]`, `node:…`);
+ * - missing, or not a script URL, path or file name (`<anonymous>`, `native`, `[native code]`,
+ *   `node:…`, V8's `index 0`);
  * - a browser extension (`chrome-extension:`, `moz-extension:`, `safari-extension:`, `safari-web-extension:`);
  * - served by a host of THIRD_PARTY_HOSTS;
  * - under `node_modules/`, or a vendor chunk (`vendor.js`, `vendors~main.js`, `chunk-vendors.js`,
@@ -139,6 +140,8 @@ export function isInApp(file: string | null): boolean {
   if (/^[a-z-]*-extension:/i.test(file)) return false;
   let path = file;
   const url = /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)([^?#]*)/i.exec(file);
+  // Neither a URL nor a path nor a file name: V8's "index 0" of Promise.all and the like.
+  if (!url && !file.includes('/') && !/\.\w+$/.test(file)) return false;
   if (url) {
     const host = url[1].replace(/^[^@]*@/, '').replace(/:\d+$/, '').toLowerCase();
     if (THIRD_PARTY_HOSTS.includes(host)) return false;
