@@ -1,7 +1,7 @@
 // The alert engine: evaluation and delivery off the ingest path.
 //
-// Ingestion only calls push() with an issue transition, which appends to a bounded array and
-// returns (no I/O, no awaiting). A timer (start(), every second by default) drains that queue:
+// The issue processor (lib/issues/processor.ts, itself off the ingest path) calls push() with an
+// issue transition, which appends to a bounded array and returns (no I/O, no awaiting). A timer (start(), every second by default) drains that queue:
 // it reads the rules, evaluates them, applies the cool-downs, and starts the deliveries, which
 // run in the background with their retries. Another timer (every minute by default) asks the
 // metrics for recent error counts and page-load durations and evaluates the error_spike and
