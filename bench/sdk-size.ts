@@ -5,7 +5,7 @@ import { machine, writeSection } from './lib.ts';
 
 const sizes: { file: string; minified: number; gzipped: number }[] = await bundleSdk();
 const what: Record<string, string> = {
-  'watchtower.js': 'Core, script tag (`/sdk/watchtower.js`): batching, beacon, retry and backoff, stored queue, sessions, pageload, errors, clicks',
+  'watchtower.js': 'Core, script tag (`/sdk/watchtower.js`): batching, beacon, retry and backoff, stored queue, sessions, ingest key, pageload with referrer, errors, clicks',
   'watchtower-vitals.js': 'Web vitals, opt-in (`/sdk/watchtower-vitals.js`, includes web-vitals)',
   'index.js': 'Core, ESM (`watchtower/sdk`)',
   'vitals.js': 'Vitals, ESM (`watchtower/sdk/vitals`)',

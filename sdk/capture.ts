@@ -1,6 +1,6 @@
 // Automatic capture in the browser: pageload, errors, clicks, and the page-exit beacon.
 import type { Client } from './client.ts';
-import { errorData, errorLimiter, pageloadData } from './payload.ts';
+import { errorData, errorLimiter, pageloadData, referrerOrigin } from './payload.ts';
 import { clickText, CONTROL, selector, type ElementLike } from './selector.ts';
 import type { Settings } from './types.ts';
 
@@ -43,7 +43,7 @@ export function capture(client: Client, o: Settings): void {
   if (o.pageload) {
     const report = safe(() => {
       const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming | undefined;
-      if (nav) client.record('pageload', pageloadData(nav));
+      if (nav) client.record('pageload', pageloadData(nav), { referrer: referrerOrigin(document.referrer, location.href) });
     });
     // loadEventEnd is only set once the load handlers have returned: wait one task past `load`.
     if (document.readyState == 'complete') setTimeout(report);

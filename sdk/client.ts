@@ -53,6 +53,9 @@ export function createClient(env: Env, o: Settings): Client {
   const persist = () => save(env.local, key, { events: queue, dropped });
   const body = (events: SdkEvent[]) =>
     JSON.stringify({ sentAt: new Date(env.now()).toISOString(), dropped: dropped || undefined, events });
+  // The ingest key rides in the query string: a header would cost each batch a CORS preflight,
+  // and sendBeacon cannot send one at all. Read at each send, so init({ key }) applies at once.
+  const url = (path: string) => o.endpoint + path + (o.key ? '?key=' + encodeURIComponent(o.key) : '');
 
   function sessionId(): string {
     let stored = memorySession;
@@ -98,7 +101,7 @@ export function createClient(env: Env, o: Settings): Client {
       let wait: string | null = null;
       try {
         // text/plain keeps the request CORS-simple: no preflight, and keepalive works cross-origin.
-        const res = await env.fetch(o.endpoint + '/api/events', {
+        const res = await env.fetch(url('/api/events'), {
           method: 'POST',
           body: text,
           headers: { 'content-type': 'text/plain' },
@@ -154,7 +157,7 @@ export function createClient(env: Env, o: Settings): Client {
           const batch = queue.slice(0, o.maxBatch);
           const reported = dropped;
           const text = body(batch);
-          if (text.length >= KEEPALIVE_MAX || !env.beacon(o.endpoint + '/api/beacon', text)) break;
+          if (text.length >= KEEPALIVE_MAX || !env.beacon(url('/api/beacon'), text)) break;
           dropped -= reported;
           queue = without(queue, batch);
         }

@@ -4,6 +4,24 @@ import type { Data } from './types.ts';
 /** Drops the query string and fragment: they often carry tokens, e-mail addresses or search terms. */
 export const stripQuery = (url: string): string => url.replace(/[?#].*/s, '');
 
+/**
+ * The referrer as the referring site's origin (scheme, host, port): its path and query can hold
+ * search terms, ids or tokens. Nothing when there is no referrer, when it is not http(s)
+ * (`android-app:`, `about:`), or when it is this site: the same host, a leading `www.` ignored, so
+ * moving between pages, ports or http/https of one site is not a referral. Other subdomains
+ * (`blog.example.com` → `example.com`) are other sites: telling apart registrable domains needs
+ * the public suffix list, too big for the SDK.
+ */
+export function referrerOrigin(referrer: string, page: string): string | undefined {
+  try {
+    const from = new URL(referrer);
+    const site = (u: URL) => u.hostname.replace(/^www\./, '');
+    if (/^https?:$/.test(from.protocol) && site(from) != site(new URL(page))) return from.origin;
+  } catch {
+    // No referrer (''), or not a URL.
+  }
+}
+
 export const clip = (value: unknown, max: number): string | undefined =>
   value == null || value === '' ? undefined : String(value).slice(0, max);
 

@@ -4,6 +4,11 @@
 export interface Options {
   /** Origin (and optional path prefix) of the Watchtower server. Default: the SDK script's own origin. */
   endpoint?: string;
+  /**
+   * The project's public ingest key. Sent as `?key=` on every request, never in a header: a custom
+   * header would make every cross-origin batch wait for a CORS preflight (and beacons cannot set one).
+   */
+  key?: string;
   appName?: string;
   deployVersion?: string;
   /** Owner of the events; null = anonymous. Default: localStorage `service_idp_user_id` on the server's own origin. */
@@ -26,8 +31,8 @@ export interface Options {
   stripQuery?: boolean;
 }
 
-export type Settings = Required<Omit<Options, 'userId' | 'appName' | 'deployVersion'>> &
-  Pick<Options, 'userId' | 'appName' | 'deployVersion'>;
+export type Settings = Required<Omit<Options, 'key' | 'userId' | 'appName' | 'deployVersion'>> &
+  Pick<Options, 'key' | 'userId' | 'appName' | 'deployVersion'>;
 
 export type Data = Record<string, unknown>;
 
@@ -42,6 +47,8 @@ export interface SdkEvent {
   url?: string;
   route?: string;
   message?: string;
+  /** Pageloads only: the referring site's origin, when another site (payload.ts referrerOrigin). */
+  referrer?: string;
   data: Data;
 }
 

@@ -4,7 +4,7 @@ import * as assert from 'uvu/assert';
 import { backoffDelay, retryable, retryAfterMs, RETRY_AFTER_CAP_MS } from '../sdk/backoff.ts';
 import { createClient, type Env } from '../sdk/client.ts';
 import { DEFAULTS, fromDataset, settle } from '../sdk/config.ts';
-import { errorData, errorLimiter, pageloadData, stripQuery, topFrame } from '../sdk/payload.ts';
+import { errorData, errorLimiter, pageloadData, referrerOrigin, stripQuery, topFrame } from '../sdk/payload.ts';
 import { adopt, bound, merge, QUEUE_PREFIX, save } from '../sdk/queue.ts';
 import { clickText, selector, type ElementLike } from '../sdk/selector.ts';
 import { doNotTrack, nextSession, sampled, SESSION_IDLE_MS } from '../sdk/session.ts';
@@ -217,6 +217,34 @@ test('config: data-* attributes become options', () => {
   assert.equal(o, { appName: 'shop', deployVersion: '1.2.0', endpoint: 'https://wt.test/', sampleRate: 0.5, respectDoNotTrack: true, clicks: false, pageload: false });
 });
 
+test('config: data-key becomes the ingest key, kept as written', () => {
+  assert.equal(fromDataset({ key: 'wt_pub_Ab3+/x', appName: 'shop' }), { key: 'wt_pub_Ab3+/x', appName: 'shop' });
+  assert.is(settle(DEFAULTS, { key: 'k1' }).key, 'k1');
+  assert.is(settle(DEFAULTS, {}).key, undefined);
+});
+
+test('payload: referrerOrigin keeps only the origin of another site', () => {
+  const page = 'https://shop.example.com/cart?coupon=X';
+  assert.is(referrerOrigin('https://www.google.com/search?q=my+secret+query#top', page), 'https://www.google.com');
+  assert.is(referrerOrigin('https://news.test:8443/a/b?token=abc', page), 'https://news.test:8443', 'a port other than the default is part of the origin');
+  assert.is(referrerOrigin('http://user:pw@blog.test/p', page), 'http://blog.test', 'credentials never kept');
+  assert.is(referrerOrigin('https://example.com/', page), 'https://example.com', 'a parent domain is another site');
+  assert.is(referrerOrigin('https://blog.shop.example.com/', page), 'https://blog.shop.example.com', 'so is a subdomain');
+});
+
+test('payload: referrerOrigin reports nothing for the same site, no referrer or a non-web one', () => {
+  const page = 'https://shop.example.com/cart';
+  assert.is(referrerOrigin('https://shop.example.com/products/42?ref=x', page), undefined, 'same origin');
+  assert.is(referrerOrigin('https://www.shop.example.com/', page), undefined, 'www. of the same host');
+  assert.is(referrerOrigin('https://shop.example.com/', 'https://www.shop.example.com/'), undefined, 'and the other way round');
+  assert.is(referrerOrigin('http://shop.example.com:8080/', page), undefined, 'another scheme or port of the same host');
+  assert.is(referrerOrigin('https://SHOP.example.com/x', page), undefined, 'host names compare case-insensitively');
+  assert.is(referrerOrigin('', page), undefined, 'no referrer');
+  assert.is(referrerOrigin('android-app://com.google.android.gm/', page), undefined);
+  assert.is(referrerOrigin('about:blank', page), undefined);
+  assert.is(referrerOrigin('not a url', page), undefined);
+});
+
 test('config: settle keeps numbers in bounds and trims the endpoint', () => {
   const s = settle(DEFAULTS, { endpoint: 'https://wt.test/base//', maxBatch: 500, sampleRate: 7, flushInterval: -1, maxQueue: 0, appName: undefined });
   assert.is(s.endpoint, 'https://wt.test/base');
@@ -229,9 +257,9 @@ test('config: settle keeps numbers in bounds and trims the endpoint', () => {
 
 // ---- delivery policy, with fake time ----
 
-interface Sent { url: string; body: { sentAt: string; dropped?: number; events: SdkEvent[] }; keepalive: boolean; via: 'fetch' | 'beacon' }
+interface Sent { url: string; body: { sentAt: string; dropped?: number; events: SdkEvent[] }; keepalive: boolean; via: 'fetch' | 'beacon'; headers?: Record<string, string> }
 
-function harness(answers: (number | 'network' | [number, string])[] = [], options: Partial<typeof DEFAULTS> & { userId?: string | null } = {}) {
+function harness(answers: (number | 'network' | [number, string])[] = [], options: Partial<typeof DEFAULTS> & { userId?: string | null; key?: string } = {}) {
   let now = Date.parse('2026-05-16T12:00:00.000Z');
   const timers: { at: number; fn: () => void; id: number }[] = [];
   let nextTimer = 1;
@@ -245,7 +273,7 @@ function harness(answers: (number | 'network' | [number, string])[] = [], option
     random: () => 0.5,
     randomBytes: () => crypto.getRandomValues(new Uint8Array(16)),
     async fetch(url, init) {
-      sent.push({ url, body: JSON.parse(init.body), keepalive: init.keepalive, via: 'fetch' });
+      sent.push({ url, body: JSON.parse(init.body), keepalive: init.keepalive, via: 'fetch', headers: init.headers });
       const a = answers.shift() ?? 200;
       if (a === 'network') throw new TypeError('Failed to fetch');
       const [status, retryAfter] = Array.isArray(a) ? a : [a, null];
@@ -425,6 +453,57 @@ test('client: userId from options, else the signed-in id on the same origin only
   assert.is(own.sent[0].body.events[0].userId, 'user_42');
   assert.is(other.sent[0].body.events[0].userId, undefined);
   assert.equal(explicit.sent[0].body.events.map((e) => e.userId), ['u7', undefined]);
+});
+
+test('client: the ingest key goes in the query string, never in a header or the body', async () => {
+  const h = harness([], { key: 'wt pub/é+1' });
+  h.client.record('click', {});
+  await h.advance(2000);
+  const [req] = h.sent;
+  assert.is(req.url, 'https://wt.test/api/events?key=wt%20pub%2F%C3%A9%2B1');
+  assert.is(new URL(req.url).searchParams.get('key'), 'wt pub/é+1', 'decodes back to the key');
+  assert.equal(req.headers, { 'content-type': 'text/plain' }, 'a CORS-simple request: no preflight');
+  assert.not.ok('key' in req.body);
+  assert.ok(req.body.events.every((e) => !('key' in e)));
+});
+
+test('client: beacons carry the key in the query string too; no key, no query string', async () => {
+  const h = harness([], { key: 'k_123' });
+  h.client.record('click', {});
+  h.client.leave();
+  assert.equal(h.sent.map((s) => [s.via, s.url]), [['beacon', 'https://wt.test/api/beacon?key=k_123']]);
+
+  const none = harness();
+  none.client.record('click', {});
+  none.client.leave();
+  none.client.record('click', {});
+  await none.advance(2000);
+  assert.equal(none.sent.map((s) => s.url), ['https://wt.test/api/beacon', 'https://wt.test/api/events']);
+});
+
+test('client: a key set by a later init() applies to the next request', async () => {
+  const h = harness();
+  h.client.record('click', {});
+  await h.advance(2000);
+  h.settings.key = 'k_late';
+  h.client.record('click', {});
+  await h.advance(2000);
+  assert.equal(h.sent.map((s) => s.url), ['https://wt.test/api/events', 'https://wt.test/api/events?key=k_late']);
+});
+
+test('client: the referrer travels at the top level of the pageload, as the server stores it', async () => {
+  const h = harness();
+  h.client.record('pageload', { duration: 120 }, { referrer: referrerOrigin('https://www.google.com/search?q=secret', h.env.href()) });
+  h.client.record('pageload', { duration: 80 }, { referrer: referrerOrigin('https://app.test/home?x=1', h.env.href()) });
+  await h.advance(2000);
+  const wire = JSON.stringify(h.sent[0].body);
+  assert.not.ok(wire.includes('secret') || wire.includes('search'), 'path and query never leave the page');
+  const [cross, same] = h.sent[0].body.events;
+  assert.is(cross.referrer, 'https://www.google.com');
+  assert.not.ok('referrer' in same, 'same-site navigation: no field at all');
+  const { valid, rejected } = validateEvents(h.sent[0].body.events, 1000);
+  assert.is(rejected, 0);
+  assert.is(normalise(valid[0] as RawEvent, { now: Date.now(), owner: null }).referrer, 'https://www.google.com');
 });
 
 test('client: session id shared by events and renewed after 30 minutes idle', async () => {
