@@ -128,25 +128,35 @@ export class LiveWindow {
   private activity = new Latest<StoredEvent>(RECENT_ACTIVITY);
   private points = new Map<string, Latest<LatencyPoint>>();
 
-  add(e: StoredEvent, receivedMs = Date.parse(e.receivedAt)): void {
+  /**
+   * `route`: the event's route key when it is a pageload with a numeric duration, else null (a
+   * caller that already has its RollupRow passes row.route rather than computing it twice).
+   */
+  add(e: StoredEvent, receivedMs = Date.parse(e.receivedAt), route = pageloadDuration(e) === null ? null : routeKey(e)): void {
     const t = receivedMs;
     if (e.sessionId) {
-      const seen = this.sessions.get(e.sessionId);
+      let seen = this.sessions.get(e.sessionId);
       if (t < this.newest) this.sessionsSorted = false;
-      if (seen && t >= seen.t) this.staleSessions.delete(e.sessionId);
-      this.sessions.delete(e.sessionId);
-      this.sessions.set(e.sessionId, { t: seen ? Math.max(seen.t, t) : t, id: e.id, lastT: t });
+      if (seen) {
+        if (t >= seen.t) this.staleSessions.delete(e.sessionId);
+        // Delete and set again: Map order is insertion order, and this session was just seen.
+        this.sessions.delete(e.sessionId);
+        seen.t = Math.max(seen.t, t);
+        seen.id = e.id;
+        seen.lastT = t;
+      } else seen = { t, id: e.id, lastT: t };
+      this.sessions.set(e.sessionId, seen);
     }
-    if (t > this.newest) this.newest = t;
-    this.prune();
+    if (t > this.newest) {
+      this.newest = t;
+      this.prune();
+    }
     this.activity.push(e, t, e.id);
     if (e.type === 'error') this.errors.push(e, t, e.id);
-    const duration = pageloadDuration(e);
-    if (duration !== null) {
-      const key = routeKey(e);
-      let list = this.points.get(key);
-      if (!list) this.points.set(key, (list = new Latest(LATENCY_POINTS)));
-      list.push(pointOf(e, duration), t, e.id);
+    if (route !== null) {
+      let list = this.points.get(route);
+      if (!list) this.points.set(route, (list = new Latest(LATENCY_POINTS)));
+      list.push(pointOf(e, e.data.duration as number), t, e.id);
     }
   }
 
@@ -154,7 +164,7 @@ export class LiveWindow {
    * Takes back the user's oldest held event (the memory store evicts oldest first; nothing else is
    * supported). A session goes when its latest event does: none of its events is left then.
    */
-  remove(e: StoredEvent, receivedMs = Date.parse(e.receivedAt)): void {
+  remove(e: StoredEvent, receivedMs = Date.parse(e.receivedAt), route = pageloadDuration(e) === null ? null : routeKey(e)): void {
     const session = e.sessionId;
     const seen = session ? this.sessions.get(session) : undefined;
     if (seen && seen.id === e.id) this.forget(session!);
@@ -162,9 +172,9 @@ export class LiveWindow {
     else if (seen && receivedMs >= seen.t && seen.lastT < seen.t) this.staleSessions.add(session!);
     this.activity.evict(e.id);
     this.errors.evict(e.id);
-    const list = pageloadDuration(e) === null ? undefined : this.points.get(routeKey(e));
+    const list = route === null ? undefined : this.points.get(route);
     list?.evict(e.id);
-    if (list?.items.length === 0) this.points.delete(routeKey(e));
+    if (list?.items.length === 0) this.points.delete(route!);
   }
 
   /** Forgets what was received before `cutoff` (retention dropped those events). */
