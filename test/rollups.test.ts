@@ -96,6 +96,24 @@ test('encode → decode keeps text UTF-8 cannot: lone surrogates, a leading BOM,
   assert.equal(contents(FrozenHour.decode(encodePart(plain))).sessions, ['\ufeffonly-bom'], 'UTF-8 path keeps the BOM');
 });
 
+test('sessions that are all lowercase UUIDs are kept as 16 bytes each; any other id keeps them as text', () => {
+  const uuids = ['0198f3a2-7c41-7d2e-9b1a-0c5e8f7d6a43', '00000000-0000-7000-8000-000000000000', 'ffffffff-ffff-7fff-bfff-ffffffffffff'];
+  const withIds = (ids: string[]) => {
+    const h = new HourRollup(T0 / H);
+    ids.forEach((s) => h.add(row({ session: s })));
+    return h;
+  };
+  const packed = withIds(uuids);
+  assert.equal(contents(FrozenHour.decode(encodePart(packed))), contents(packed));
+  for (const odd of ['0198F3A2-7C41-7D2E-9B1A-0C5E8F7D6A43', '0198f3a27c417d2e9b1a0c5e8f7d6a43', 'plain']) {
+    const mixed = withIds([...uuids, odd]);
+    assert.equal(contents(FrozenHour.decode(encodePart(mixed))), contents(mixed), odd);
+  }
+  const many = Array.from({ length: 100 }, (_, i) => `0198f3a2-7c41-7d2e-9b1a-${String(i).padStart(12, '0')}`);
+  const saved = encodePart(withIds([...many, 'plain'])).byteLength - encodePart(withIds(many)).byteLength;
+  assert.ok(saved > 100 * 20, `saved ${saved} bytes on 100 ids`);
+});
+
 test('numbers take the smallest kind, and large counts survive', () => {
   const h = new HourRollup(T0 / H);
   for (let i = 0; i < 70_000; i++) h.add(pageload('/r', 5));

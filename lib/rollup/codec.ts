@@ -4,7 +4,8 @@
 // sessions needs them. Decoding is a header read and a few views, not a parse of numbers.
 //
 // Layout (little-endian; every column starts at a multiple of 8 so that it can be viewed in place):
-//   u32 magic "WTR1", u32 flags (bit 0: names are UTF-16, bit 1: sessions are UTF-16, else UTF-8)
+//   u32 magic "WTR1", u32 flags (bit 0: names are UTF-16, bit 1: sessions are UTF-16, else UTF-8;
+//   bit 2: sessions are UUIDs, 16 bytes each, without lengths)
 //   f64 hour, f64 total
 //   u32 × 12: the length of each column below; u8 × 12: the element kind of each; padding to 8
 //   columns: typeCounts, versionCounts, feedback (5), routeCounts, routeEnds, routeSumMicros,
@@ -12,6 +13,8 @@
 // Numbers take the smallest kind that holds them (u8/u16/u32/i32/f64), so a typical hour's
 // durations cost 3 bytes each. Strings are UTF-8 unless they hold a lone surrogate, which UTF-8
 // cannot carry; then UTF-16. Lengths are in UTF-16 code units, which is how the text is split.
+// Session ids are most of a part's bytes, and the SDK's are UUIDs: when every session of a part is
+// a lowercase canonical UUID, each is kept as its 16 bytes (not 36 characters).
 import type { PartColumns, RollupPart } from './hour.ts';
 
 const MAGIC = 0x31525457; // "WTR1"
@@ -29,6 +32,8 @@ type View = InstanceType<(typeof ARRAYS)[number]>;
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 const utf8 = new TextEncoder();
 // ignoreBOM keeps a leading U+FEFF, which is part of the text here, not a marker.
 const fromUtf8 = new TextDecoder('utf-8', { ignoreBOM: true });
@@ -67,6 +72,40 @@ function decodeText(bytes: View, utf16: boolean): string {
 
 const align8 = (n: number) => (n + 7) & ~7;
 
+// Hex digit value by char code (the UUID pattern has already admitted only 0-9 and a-f).
+const NIBBLE = new Uint8Array(128);
+for (let i = 0; i < 16; i++) NIBBLE[i.toString(16).charCodeAt(0)] = i;
+// Where each of the 16 bytes starts in the 36-character form.
+const AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+function packUuids(ids: readonly string[]): Uint8Array | null {
+  if (ids.length === 0 || !ids.every((s) => UUID.test(s))) return null;
+  const out = new Uint8Array(16 * ids.length);
+  ids.forEach((s, i) => {
+    for (let j = 0; j < 16; j++) out[16 * i + j] = (NIBBLE[s.charCodeAt(AT[j])] << 4) | NIBBLE[s.charCodeAt(AT[j] + 1)];
+  });
+  return out;
+}
+
+function uuidAt(b: View, at: number): string {
+  const x = (i: number) => HEX[b[at + i]];
+  return `${x(0)}${x(1)}${x(2)}${x(3)}-${x(4)}${x(5)}-${x(6)}${x(7)}-${x(8)}${x(9)}-${x(10)}${x(11)}${x(12)}${x(13)}${x(14)}${x(15)}`;
+}
+
+/**
+ * One string for each route, type and version name across parts: 10,000 parts would otherwise
+ * hold 10,000 copies of "/checkout". Capped, so that names of parts long dropped (or a flood of
+ * distinct routes) cannot grow it for ever; past the cap names are simply not shared.
+ */
+const SHARED_NAMES = new Map<string, string>();
+const SHARED_NAMES_CAP = 10_000;
+function shared(name: string): string {
+  const known = SHARED_NAMES.get(name);
+  if (known !== undefined) return known;
+  if (SHARED_NAMES.size < SHARED_NAMES_CAP) SHARED_NAMES.set(name, name);
+  return name;
+}
+
 /** Encodes any part, mutable or frozen. */
 export function encodePart(part: RollupPart): Uint8Array {
   if (!LITTLE_ENDIAN) throw new Error('rollup parts are little-endian; this platform is not');
@@ -74,7 +113,8 @@ export function encodePart(part: RollupPart): Uint8Array {
   const sessions: string[] = [];
   part.forEachSession((s) => sessions.push(s));
   const names = encodeText([...c.types, ...c.versions, ...c.routes]);
-  const text = encodeText(sessions);
+  const uuids = packUuids(sessions);
+  const text = uuids ? { utf16: false, lengths: [], bytes: uuids } : encodeText(sessions);
   const columns: [ArrayLike<number>, Kind][] = [
     [c.typeCounts, kindOf(c.typeCounts)],
     [c.versionCounts, kindOf(c.versionCounts)],
@@ -94,7 +134,7 @@ export function encodePart(part: RollupPart): Uint8Array {
   const buffer = new ArrayBuffer(align8(size));
   const head = new DataView(buffer);
   head.setUint32(0, MAGIC, true);
-  head.setUint32(4, (names.utf16 ? 1 : 0) | (text.utf16 ? 2 : 0), true);
+  head.setUint32(4, (names.utf16 ? 1 : 0) | (text.utf16 ? 2 : 0) | (uuids ? 4 : 0), true);
   head.setFloat64(8, part.hour, true);
   head.setFloat64(16, part.total, true);
   let at = FIRST_COLUMN;
@@ -117,6 +157,7 @@ export class FrozenHour implements RollupPart {
   private readonly sessionLengths: View;
   private readonly sessionText: View;
   private readonly sessionsUtf16: boolean;
+  private readonly sessionsUuid: boolean;
 
   /**
    * Reads an encoded part. The bytes are copied once unless they are a whole, 8-aligned buffer of
@@ -153,7 +194,7 @@ export class FrozenHour implements RollupPart {
     if (views[2].length !== 5 || ends.length !== nRoutes || (nRoutes ? ends[nRoutes - 1] : 0) !== views[VALUES].length) {
       throw bad('columns do not match');
     }
-    const names = splitText(decodeText(views[NAMES], (flags & 1) !== 0), views[NAME_LENGTHS]);
+    const names = splitText(decodeText(views[NAMES], (flags & 1) !== 0), views[NAME_LENGTHS]).map(shared);
     if (names.length !== nTypes + nVersions + nRoutes) throw bad('names do not match');
     this.cols = {
       types: names.slice(0, nTypes),
@@ -169,9 +210,11 @@ export class FrozenHour implements RollupPart {
       valueCounts: views[7],
     };
     this.sessionLengths = views[SESSION_LENGTHS];
-    this.sessionCount = this.sessionLengths.length;
     this.sessionText = views[SESSIONS];
     this.sessionsUtf16 = (flags & 2) !== 0;
+    this.sessionsUuid = (flags & 4) !== 0;
+    this.sessionCount = this.sessionsUuid ? this.sessionText.length / 16 : this.sessionLengths.length;
+    if (this.sessionsUuid && this.sessionText.length % 16) throw bad('uuid sessions do not match');
   }
 
   /** The encoded bytes this part lives on (do not modify them). */
@@ -185,6 +228,10 @@ export class FrozenHour implements RollupPart {
 
   forEachSession(fn: (session: string) => void): void {
     if (this.sessionCount === 0) return;
+    if (this.sessionsUuid) {
+      for (let at = 0; at < this.sessionText.length; at += 16) fn(uuidAt(this.sessionText, at));
+      return;
+    }
     for (const s of splitText(decodeText(this.sessionText, this.sessionsUtf16), this.sessionLengths)) fn(s);
   }
 }
