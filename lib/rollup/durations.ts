@@ -2,6 +2,7 @@
 // hours' (value, count) lists into maps would allocate per value; instead every count is added
 // into one scratch array indexed by the value in ms (page loads are almost always under 65.5 s),
 // with a map only for values outside it (negative or longer), then walked once in value order.
+// Parts' values are whole ms, ascending within a route (PartColumns says so; both forms keep it).
 import type { PartColumns } from './hour.ts';
 
 const DENSE = 1 << 16;
@@ -34,9 +35,19 @@ export class RouteDurations {
     for (let k = 0; k < this.parts.length; k++) {
       const { values, valueCounts, routeEnds } = this.parts[k];
       const i = this.index[k];
-      for (let j = i ? routeEnds[i - 1] : 0, end = routeEnds[i]; j < end; j++) {
+      const start = i ? routeEnds[i - 1] : 0, end = routeEnds[i];
+      if (start === end) continue;
+      // A route's values are ascending whole ms: when the first and last fit the scratch array,
+      // all do, and the loop is a bare add (most hours of most routes).
+      if (values[start] >= 0 && values[end - 1] < DENSE) {
+        if (values[start] < lo) lo = values[start];
+        if (values[end - 1] > hi) hi = values[end - 1];
+        for (let j = start; j < end; j++) scratch[values[j]] += valueCounts[j];
+        continue;
+      }
+      for (let j = start; j < end; j++) {
         const v = values[j];
-        if ((v & 0xffff) === v) {
+        if (v >= 0 && v < DENSE) {
           scratch[v] += valueCounts[j];
           if (v < lo) lo = v;
           if (v > hi) hi = v;
