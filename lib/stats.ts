@@ -1,6 +1,7 @@
-// Pure statistics of GET /api/stats (docs/api.md#stats). Every store must return exactly what
-// computeStats returns for the same events (docs/architecture.md, invariant 9); the store contract
-// suite checks that.
+// Pure statistics of GET /api/stats (docs/api.md#stats). computeStats over raw events is the
+// reference: every store must return exactly what it returns for the same events and range
+// (docs/architecture.md, invariant 9; the store contract suite checks that). Stores build the same
+// answer from rollups (lib/rollup/).
 import type { StoredEvent } from './event.ts';
 
 export interface LatencyPoint { duration: number; ttfb: number | null; timestamp: string }
@@ -33,9 +34,95 @@ export const RECENT_ERRORS = 50;
 export const RECENT_ACTIVITY = 20;
 export const LATENCY_POINTS = 100;
 export const SERIES_DAYS = 7;
-const DAY_MS = 86_400_000;
+export const HOUR_MS = 3_600_000;
+export const DAY_MS = 86_400_000;
 /** Key used when an error carries no deployVersion, or a pageload neither route nor URL. */
 export const UNKNOWN = 'unknown';
+
+/**
+ * Statistics over a window of receive time, ms since the epoch: `from` inclusive, `to` exclusive
+ * (default: now), series in buckets of `interval` (default: hour up to 48 h, else day).
+ */
+export interface StatsRange { from?: number; to?: number; interval?: 'hour' | 'day' }
+
+/** A checked range with its series buckets: UTC-aligned starts, the first and last may be partial. */
+export interface ResolvedRange {
+  from: number;
+  to: number;
+  interval: 'hour' | 'day';
+  bucketMs: number;
+  /** Number (start / bucketMs) of the bucket holding `from`. */
+  firstBucket: number;
+  buckets: number;
+}
+
+/** Most series buckets one answer may hold: 100 days of hours, more than the 90-day default retention. */
+export const MAX_SERIES_BUCKETS = 2400;
+/** Ranges up to this long default to hourly buckets, longer ones to daily. */
+export const HOURLY_UP_TO_MS = 48 * HOUR_MS;
+// What a Date can hold: series labels are ISO strings.
+const MAX_TIME = 8.64e15;
+
+/** Why a range cannot be answered (the route answers 400 with it), or null when it can. */
+export function rangeProblem(range: StatsRange | undefined, now: number): string | null {
+  try {
+    resolveRange(range, now);
+    return null;
+  } catch (e) {
+    if (e instanceof RangeError) return e.message;
+    throw e;
+  }
+}
+
+/**
+ * The range a stats request covers, or null for the answer without a range (all events, 7-day
+ * series). `from` starts a range: `to` or `interval` without it is an error, as is an empty range
+ * or one needing more than MAX_SERIES_BUCKETS buckets. Throws RangeError with the reason.
+ */
+export function resolveRange(range: StatsRange | undefined, now: number): ResolvedRange | null {
+  if (!range || (range.from === undefined && range.to === undefined && range.interval === undefined)) return null;
+  const { from, to = now } = range;
+  if (from === undefined) throw new RangeError('a range needs from (to and interval refine it)');
+  for (const [name, t] of [['from', from], ['to', to]] as const) {
+    if (!Number.isFinite(t) || Math.abs(t) > MAX_TIME) throw new RangeError(`${name} is not a time`);
+  }
+  if (from >= to) throw new RangeError('from must be before to');
+  const interval = range.interval ?? (to - from <= HOURLY_UP_TO_MS ? 'hour' : 'day');
+  if (interval !== 'hour' && interval !== 'day') throw new RangeError('interval must be hour or day');
+  const bucketMs = interval === 'hour' ? HOUR_MS : DAY_MS;
+  const firstBucket = Math.floor(from / bucketMs);
+  // The bucket holding the last instant in range, to - 1 (receive times are whole ms).
+  const buckets = Math.floor((Math.ceil(to) - 1) / bucketMs) - firstBucket + 1;
+  if (buckets > MAX_SERIES_BUCKETS) {
+    throw new RangeError(`the range needs ${buckets} ${interval} buckets; at most ${MAX_SERIES_BUCKETS} (try interval=day or a shorter range)`);
+  }
+  return { from, to, interval, bucketMs, firstBucket, buckets };
+}
+
+/** Labels of a series: "1".."7" without a range, else the ISO start of each bucket. */
+export function seriesLabels(r: ResolvedRange | null = null): string[] {
+  if (r === null) return Array.from({ length: SERIES_DAYS }, (_, i) => String(i + 1));
+  return Array.from({ length: r.buckets }, (_, i) => new Date((r.firstBucket + i) * r.bucketMs).toISOString());
+}
+
+/**
+ * Percentiles are at 1 ms resolution: rounding is monotonic, so the rounded nearest-rank sample
+ * is the nearest-rank sample of the rounded values, which is what rollups count (one counter per
+ * whole ms). `+ 0` turns -0 into 0.
+ */
+export const roundMs = (ms: number): number => Math.round(ms) + 0;
+
+/**
+ * A duration in whole microseconds, the unit averages are summed in. Sums of integers are exact
+ * in float64 (below 2^53 µs, ~285 years), so an average does not depend on the order in which
+ * events (or rollups) were added, as a float sum of fractional ms would. Clamped so that an absurd
+ * duration cannot make a sum infinite.
+ */
+export const micros = (ms: number): number =>
+  Math.max(-Number.MAX_SAFE_INTEGER, Math.min(Number.MAX_SAFE_INTEGER, Math.round(ms * 1000)));
+
+/** The rounded mean in ms of `n` durations summing to `sumMicros` µs; 0 when there are none. */
+export const averageMs = (sumMicros: number, n: number): number => (n ? roundMs(sumMicros / (n * 1000)) : 0);
 
 /**
  * Exact nearest-rank percentile: the smallest sample such that at least p% of the samples are
@@ -90,31 +177,41 @@ export function breakdownCounts(count: (type: string) => number): Analytics['bre
   };
 }
 
-export const seriesLabels = (): string[] => Array.from({ length: SERIES_DAYS }, (_, i) => String(i + 1));
 export const round2 = (n: number): number => Math.round(n * 100) / 100;
 
 /**
- * Statistics over one user's events, given in insertion order (oldest first).
- * Time windows use receivedAt, the server's clock, never the client's.
+ * Statistics over one user's events, given in insertion order (oldest first). Time windows use
+ * receivedAt, the server's clock, never the client's. With a range every field covers only the
+ * events received in [from, to); the series cover the range in buckets of its interval, and
+ * activeUsers counts the sessions of the last 5 minutes before `now` among those events.
+ * This is the reference: it scans everything and shares no code with the rollups.
  */
-export function computeStats(events: readonly StoredEvent[], now: number): Stats {
+export function computeStats(events: readonly StoredEvent[], now: number, range?: StatsRange): Stats {
+  const r = resolveRange(range, now);
+  const times = events.map((e) => Date.parse(e.receivedAt));
+  const inRange = (t: number) => r === null || (t >= r.from && t < r.to);
+  const buckets = r === null ? SERIES_DAYS : r.buckets;
+  const bucketOf = (t: number) => (r === null ? dayIndex(t, now) : Math.floor(t / r.bucketMs) - r.firstBucket);
+
   const eventsByType: Record<string, number> = {};
   const errorsByVersion: Record<string, number> = {};
   const sessionsNow = new Set<string>();
-  const daySessions = Array.from({ length: SERIES_DAYS }, () => new Set<string>());
-  const dayEvents = new Array<number>(SERIES_DAYS).fill(0);
-  const routes = new Map<string, { durations: number[]; points: LatencyPoint[]; sum: number }>();
+  const bucketSessions = Array.from({ length: buckets }, () => new Set<string>());
+  const bucketEvents = new Array<number>(buckets).fill(0);
+  const routes = new Map<string, { durations: number[]; points: LatencyPoint[]; sumMicros: number }>();
   const feedbackBreakdown = { '1': 0, '2': 0, '3': 0, '4': 0, '5': 0 };
-  let feedbackSum = 0, feedbackTotal = 0, latencySum = 0, latencyCount = 0;
+  let total = 0, feedbackSum = 0, feedbackTotal = 0, latencyMicros = 0, latencyCount = 0;
 
-  for (const e of events) {
+  events.forEach((e, i) => {
+    const received = times[i];
+    if (!inRange(received)) return;
+    total++;
     eventsByType[e.type] = (eventsByType[e.type] ?? 0) + 1;
-    const received = Date.parse(e.receivedAt);
     if (e.sessionId && now - received <= ACTIVE_WINDOW_MS && received <= now) sessionsNow.add(e.sessionId);
-    const day = dayIndex(received, now);
-    if (day >= 0) {
-      dayEvents[day]++;
-      if (e.sessionId) daySessions[day].add(e.sessionId);
+    const bucket = bucketOf(received);
+    if (bucket >= 0) {
+      bucketEvents[bucket]++;
+      if (e.sessionId) bucketSessions[bucket].add(e.sessionId);
     }
     if (e.type === 'error') {
       const v = e.deployVersion ?? UNKNOWN;
@@ -123,14 +220,14 @@ export function computeStats(events: readonly StoredEvent[], now: number): Stats
     const duration = pageloadDuration(e);
     if (duration !== null) {
       const key = routeKey(e);
-      let r = routes.get(key);
-      if (!r) routes.set(key, (r = { durations: [], points: [], sum: 0 }));
-      r.durations.push(duration);
-      r.sum += duration;
+      let route = routes.get(key);
+      if (!route) routes.set(key, (route = { durations: [], points: [], sumMicros: 0 }));
+      route.durations.push(duration);
+      route.sumMicros += micros(duration);
       const ttfb = typeof e.data.ttfb === 'number' && Number.isFinite(e.data.ttfb) ? e.data.ttfb : null;
-      r.points.push({ duration, ttfb, timestamp: e.timestamp });
-      if (r.points.length > LATENCY_POINTS) r.points.shift();
-      latencySum += duration;
+      route.points.push({ duration, ttfb, timestamp: e.timestamp });
+      if (route.points.length > LATENCY_POINTS) route.points.shift();
+      latencyMicros += micros(duration);
       latencyCount++;
     }
     const rating = feedbackRating(e);
@@ -139,39 +236,41 @@ export function computeStats(events: readonly StoredEvent[], now: number): Stats
       feedbackSum += rating;
       feedbackTotal++;
     }
-  }
+  });
 
   const latencyByRoute: Record<string, LatencySummary> = {};
-  for (const [key, r] of routes) {
-    const sorted = Float64Array.from(r.durations).sort();
+  for (const [key, route] of routes) {
+    const sorted = Float64Array.from(route.durations).sort();
     latencyByRoute[key] = {
       count: sorted.length,
-      p50: percentile(sorted, 50),
-      p95: percentile(sorted, 95),
-      avg: Math.round(r.sum / sorted.length),
-      points: r.points,
+      p50: roundMs(percentile(sorted, 50)),
+      p95: roundMs(percentile(sorted, 95)),
+      avg: averageMs(route.sumMicros, sorted.length),
+      points: route.points,
     };
   }
 
   const recentErrors: StoredEvent[] = [];
   const recentActivity: StoredEvent[] = [];
   for (let i = events.length - 1; i >= 0; i--) {
+    if (recentActivity.length >= RECENT_ACTIVITY && recentErrors.length >= RECENT_ERRORS) break;
     const e = events[i];
+    if (!inRange(times[i])) continue;
     if (recentActivity.length < RECENT_ACTIVITY) recentActivity.push(e);
     if (e.type === 'error' && recentErrors.length < RECENT_ERRORS) recentErrors.push(e);
-    if (recentActivity.length >= RECENT_ACTIVITY && recentErrors.length >= RECENT_ERRORS) break;
   }
 
   const n = (t: string) => eventsByType[t] ?? 0;
+  const labels = seriesLabels(r);
   return {
     activeUsers: sessionsNow.size,
-    totalEvents: events.length,
+    totalEvents: total,
     totalErrors: n('error'),
     errorsByVersion,
     latencyByRoute,
     recentErrors,
     eventsByType,
-    averageLatency: latencyCount ? Math.round(latencySum / latencyCount) : 0,
+    averageLatency: averageMs(latencyMicros, latencyCount),
     recentActivity,
     analytics: {
       breakdownCounts: breakdownCounts(n),
@@ -179,8 +278,8 @@ export function computeStats(events: readonly StoredEvent[], now: number): Stats
       feedbackTotal,
       feedbackAverage: feedbackTotal ? round2(feedbackSum / feedbackTotal) : 0,
       customActivityTotal: n('custom'),
-      userSeries: { labels: seriesLabels(), values: daySessions.map((s) => s.size) },
-      activitySeries: { labels: seriesLabels(), values: dayEvents },
+      userSeries: { labels, values: bucketSessions.map((s) => s.size) },
+      activitySeries: { labels: [...labels], values: bucketEvents },
     },
   };
 }

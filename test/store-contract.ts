@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
-import { computeStats, type Stats } from '../lib/stats.ts';
+import { computeStats, rangeProblem, type Stats, type StatsRange } from '../lib/stats.ts';
 import type { Store } from '../lib/store/types.ts';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
@@ -57,8 +57,26 @@ function checkFixture(name: string, f: StatsFixture, s: Stats) {
   if (recentActivityIds) assert.equal(s.recentActivity.map((e) => e.id), recentActivityIds, `${name}: recentActivity`);
 }
 
-/** Registers and runs the contract suite for one store. */
-export function storeContract(name: string, factory: () => Promise<Store>) {
+/**
+ * A store's answer as a store that does not take ranges yet gives it: those compute exact
+ * percentiles of fractional durations, which the reference now gives at 1 ms (rounded, which is
+ * monotonic, so rounding their answer yields the reference's). Ranged stores are compared as is.
+ */
+const atMs = (s: Stats): Stats => ({
+  ...s,
+  latencyByRoute: Object.fromEntries(Object.entries(s.latencyByRoute).map(([k, v]) => [k, { ...v, p50: Math.round(v.p50), p95: Math.round(v.p95) }])),
+});
+
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+
+/**
+ * Registers and runs the contract suite for one store. `statsRanges`: the store answers stats
+ * within a time range (StatsRange), and the range cases run against it.
+ */
+export function storeContract(name: string, factory: () => Promise<Store>, options: { statsRanges?: boolean } = {}) {
+  const ranged = options.statsRanges === true;
+  const asStored = ranged ? (s: Stats) => s : atMs;
   const t = suite(`store contract: ${name}`);
   const opened: Store[] = [];
   const open = async () => {
@@ -137,14 +155,11 @@ export function storeContract(name: string, factory: () => Promise<Store>) {
     assert.equal(new Set(read.map((e) => e.id)).size, 100);
   });
 
-  t('stats: equal to computeStats over the user\'s events (random data across window and day boundaries)', async () => {
-    const store = await open();
-    const now = Date.parse('2026-05-16T12:00:00.000Z');
-    let seed = 7;
+  /** 400 random events of mixed owners around `now`, `mine` being user "st"'s (insertion order). */
+  const randomEvents = (now: number, seed: number, offsets: number[]) => {
     const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
     const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)];
     const types = ['pageload', 'pageload', 'error', 'click', 'interaction', 'feedback', 'custom', 'performance', 'page_view', 'weird'];
-    const offsets = [0, 1000, 299_999, 300_000, 300_001, 3_600_000, 86_400_000, 6 * 86_400_000, 7 * 86_400_000, 12 * 3_600_000, -5000];
     const mine: StoredEvent[] = [];
     const all: StoredEvent[] = [];
     for (let i = 0; i < 400; i++) {
@@ -165,12 +180,83 @@ export function storeContract(name: string, factory: () => Promise<Store>) {
       all.push(e);
       if (owner === 'st') mine.push(e);
     }
+    return { all, mine };
+  };
+  const insertAll = async (store: Store, all: StoredEvent[]) => {
     for (let i = 0; i < all.length; i += 37) await store.insert(all.slice(i, i + 37));
+  };
+
+  t('stats: equal to computeStats over the user\'s events (random data across window and day boundaries)', async () => {
+    const store = await open();
+    const now = Date.parse('2026-05-16T12:00:00.000Z');
+    const offsets = [0, 1000, 299_999, 300_000, 300_001, 3_600_000, 86_400_000, 6 * 86_400_000, 7 * 86_400_000, 12 * 3_600_000, -5000];
+    const { all, mine } = randomEvents(now, 7, offsets);
+    await insertAll(store, all);
     const s = await store.stats('st', now);
-    assert.equal(s, computeStats(mine, now));
-    assert.equal(await store.stats('st', now + 3 * 86_400_000), computeStats(mine, now + 3 * 86_400_000), 'another now');
+    assert.equal(asStored(s), computeStats(mine, now));
+    assert.equal(asStored(await store.stats('st', now + 3 * 86_400_000)), computeStats(mine, now + 3 * 86_400_000), 'another now');
     assert.equal(await store.stats('nobody', now), computeStats([], now));
   });
+
+  if (ranged) {
+    // Ranges that cut through hours and days, start or end on them, reach into the future, end
+    // inside the active window or before the newest event, with both intervals; each asked at a
+    // `now` after every event, at one before the newest, and much later.
+    const now = Date.parse('2026-05-16T12:00:00.000Z');
+    const ranges: StatsRange[] = [
+      { from: now - 30 * 60_000 },
+      { from: now - 3 * DAY - 1234, to: now - DAY + 777 },
+      { from: now - 3 * DAY - 1234, to: now - DAY + 777, interval: 'hour' },
+      { from: now - 8 * DAY, interval: 'hour' },
+      { from: now - 2 * DAY, to: now + DAY, interval: 'day' },
+      { from: now - 12 * HOUR, to: now - 2 * HOUR },
+      { from: now - 7 * DAY, to: now - 6 * DAY },
+      { from: now - 299_999, to: now + 1 },
+      { from: now - 6 * HOUR - 1, to: now - 4 * 60_000, interval: 'hour' },
+      { from: now - 20 * 60_000, to: now - 10 * 60_000 },
+      { from: now - 30 * DAY, to: now + 2 * HOUR, interval: 'day' },
+      { from: now - HOUR + 1, to: now },
+    ];
+    const offsets = [0, 1000, 60_000, 299_999, 300_000, 300_001, 1_800_000, 3_600_000, 5 * 3_600_000, 86_400_000,
+      2 * 86_400_000 + 3_599_999, 3 * 86_400_000, 6 * 86_400_000, 7 * 86_400_000, 12 * 3_600_000, -5000];
+    const nows = [now, now + 10_000, now - 2 * 60_000, now - HOUR, now + 3 * DAY];
+
+    t('stats with a range: equal to computeStats over the same events and range (inserted out of receive order)', async () => {
+      const store = await open();
+      const { all, mine } = randomEvents(now, 11, offsets);
+      await insertAll(store, all);
+      for (const range of ranges) {
+        for (const at of nows.filter((at) => rangeProblem(range, at) === null)) {
+          assert.equal(await store.stats('st', at, range), computeStats(mine, at, range), `${JSON.stringify(range)} at ${at - now}`);
+        }
+      }
+      assert.equal(await store.stats('nobody', now, ranges[0]), computeStats([], now, ranges[0]));
+    });
+
+    t('stats with a range: equal to computeStats when events arrive in receive order (the live path)', async () => {
+      const store = await open();
+      const { mine } = randomEvents(now, 23, offsets);
+      const sorted = [...mine].sort((a, b) => Date.parse(a.receivedAt) - Date.parse(b.receivedAt));
+      await insertAll(store, sorted);
+      for (const range of [undefined, ...ranges]) {
+        for (const at of nows.filter((at) => rangeProblem(range, at) === null)) {
+          assert.equal(await store.stats('st', at, range), computeStats(sorted, at, range), `${JSON.stringify(range)} at ${at - now}`);
+        }
+      }
+    });
+
+    t('stats with a range: a range resolveRange refuses is a RangeError', async () => {
+      const store = await open();
+      for (const range of [{ to: now }, { from: now, to: now }, { from: now + 1 }, { from: 0, interval: 'hour' as const }, { from: Number.NaN }]) {
+        try {
+          await store.stats('st', now, range);
+          assert.unreachable(JSON.stringify(range));
+        } catch (e) {
+          assert.instance(e, RangeError, JSON.stringify(range));
+        }
+      }
+    });
+  }
 
   for (const [file, fixture] of statsFixtures()) {
     t(`stats fixture ${file}: ${fixture.description}`, async () => {
@@ -180,7 +266,7 @@ export function storeContract(name: string, factory: () => Promise<Store>) {
       const now = Date.parse(fixture.now);
       const s = await store.stats(fixture.user, now);
       checkFixture(file, fixture, s);
-      assert.equal(s, computeStats(events.filter((e) => e.user_id === fixture.user), now));
+      assert.equal(asStored(s), computeStats(events.filter((e) => e.user_id === fixture.user), now));
     });
   }
 

@@ -1,7 +1,7 @@
 // The storage contract. Memory, sqlite (and later PostgreSQL) implement it; test/store-contract
 // runs the same assertions against each.
 import type { StoredEvent } from '../event.ts';
-import type { Stats } from '../stats.ts';
+import type { Stats, StatsRange } from '../stats.ts';
 
 export interface EventQuery {
   /** Owner whose events are read; reads are always scoped to one user. */
@@ -54,8 +54,11 @@ export interface Store {
   insert(events: StoredEvent[], texts?: string[]): Promise<StoredEvent[]>;
   /** One user's events, most recent first, filtered by type and deployVersion. */
   list(query: EventQuery): Promise<StoredEvent[]>;
-  /** Statistics (docs/api.md#stats) over one user's events; must equal computeStats over them. */
-  stats(userId: string, now: number): Promise<Stats>;
+  /**
+   * Statistics (docs/api.md#stats) over one user's events, within `range` when given; must equal
+   * computeStats over them. Throws RangeError for a range resolveRange refuses.
+   */
+  stats(userId: string, now: number, range?: StatsRange): Promise<Stats>;
   /** Upserts the app user keyed by idp_user_id (docs/api.md#users-sync) and returns the stored record. */
   upsertUser(user: UserSync, now: number): Promise<AppUser>;
   getUser(idpUserId: string): Promise<AppUser | null>;

@@ -1,0 +1,148 @@
+// The one place a Stats answer is built from rollups, for every store: plan what to read, read it,
+// assemble. A store calls planStats, rolls up raw events of the plan's rawSpans (the partial hours
+// at a range's edges) with HourRollup.fromRows, takes Recents from its LiveWindow (or, when that
+// answers null, from raw events), and calls assembleStats. The result equals computeStats over the
+// same events; the property tests check that.
+import type { Recents } from '../live-window.ts';
+import {
+  averageMs, breakdownCounts, dayIndex, DAY_MS, HOUR_MS, resolveRange, round2, roundMs, seriesLabels, SERIES_DAYS,
+  type LatencySummary, type ResolvedRange, type Stats, type StatsRange,
+} from '../stats.ts';
+import { RouteDurations } from './durations.ts';
+import type { RollupPart } from './hour.ts';
+import type { RollupSource } from './user.ts';
+
+export interface StatsPlan {
+  now: number;
+  /** null: the answer without a range (all events, the 7-day series). */
+  range: ResolvedRange | null;
+  /** Hour numbers [from, to) whose whole parts count. */
+  fullHours: [number, number];
+  /** Receive-time spans [start, end) whose raw events the store rolls up into `edges`. */
+  rawSpans: [number, number][];
+}
+
+/**
+ * What to read for a stats request. Whole hours in range come from rollups; the partial hours at
+ * its edges from raw events. `newest` (the user's latest receive time, or any later time) lets the
+ * last hour count whole when nothing at or after `to` exists yet, as with a range ending now:
+ * then only a `from` that is not on an hour needs raw events. Throws RangeError for a bad range.
+ */
+export function planStats(now: number, range?: StatsRange, newest = Infinity): StatsPlan {
+  const r = resolveRange(range, now);
+  if (r === null) return { now, range: null, fullHours: [-Infinity, Infinity], rawSpans: [] };
+  const first = Math.ceil(r.from / HOUR_MS);
+  const end = r.to > newest ? Math.ceil(r.to / HOUR_MS) : Math.floor(r.to / HOUR_MS);
+  if (first >= end) return { now, range: r, fullHours: [first, first], rawSpans: [[r.from, r.to]] };
+  const rawSpans: [number, number][] = [];
+  if (r.from < first * HOUR_MS) rawSpans.push([r.from, first * HOUR_MS]);
+  if (end * HOUR_MS < r.to) rawSpans.push([end * HOUR_MS, r.to]);
+  return { now, range: r, fullHours: [first, end], rawSpans };
+}
+
+export interface StatsInput {
+  plan: StatsPlan;
+  /** The user's rollups; only the plan's fullHours are read. */
+  rollups: RollupSource;
+  /** Rollups of exactly the user's events inside the plan's rawSpans (HourRollup.fromRows). */
+  edges: readonly RollupPart[];
+  /** From LiveWindow.recents, or from raw events (recentsOf) when the window answers null. */
+  recents: Recents;
+}
+
+interface RouteTotals { count: number; sumMicros: number; durations: RouteDurations }
+
+export function assembleStats({ plan, rollups, edges, recents }: StatsInput): Stats {
+  const { now, range: r } = plan;
+  const [h0, h1] = plan.fullHours;
+  const byType = new Map<string, number>();
+  const byVersion = new Map<string, number>();
+  const feedback = [0, 0, 0, 0, 0];
+  const routes = new Map<string, RouteTotals>();
+  const buckets = r ? r.buckets : SERIES_DAYS;
+  const bucketEvents = new Array<number>(buckets).fill(0);
+  // Hours never straddle a bucket: buckets are whole UTC hours or days.
+  const bucketOf = r
+    ? (hour: number) => Math.floor((hour * HOUR_MS) / r.bucketMs) - r.firstBucket
+    : (hour: number) => dayIndex(hour * HOUR_MS, now);
+  let total = 0;
+
+  const add = (part: RollupPart) => {
+    const c = part.columns();
+    total += part.total;
+    const b = bucketOf(part.hour);
+    if (b >= 0 && b < buckets) bucketEvents[b] += part.total;
+    for (let i = 0; i < c.types.length; i++) byType.set(c.types[i], (byType.get(c.types[i]) ?? 0) + c.typeCounts[i]);
+    for (let i = 0; i < c.versions.length; i++) byVersion.set(c.versions[i], (byVersion.get(c.versions[i]) ?? 0) + c.versionCounts[i]);
+    for (let i = 0; i < 5; i++) feedback[i] += c.feedback[i];
+    for (let i = 0; i < c.routes.length; i++) {
+      let route = routes.get(c.routes[i]);
+      if (!route) routes.set(c.routes[i], (route = { count: 0, sumMicros: 0, durations: new RouteDurations() }));
+      route.count += c.routeCounts[i];
+      route.sumMicros += c.routeSumMicros[i];
+      route.durations.add(c, i);
+    }
+  };
+  rollups.forEachPart(h0, h1, add);
+  edges.forEach(add);
+
+  const latencyByRoute: Record<string, LatencySummary> = {};
+  let latencyMicros = 0, latencyCount = 0;
+  for (const [key, route] of routes) {
+    const [p50, p95] = route.durations.nearestRanks(route.count, [50, 95]);
+    latencyByRoute[key] = {
+      count: route.count,
+      p50: roundMs(p50),
+      p95: roundMs(p95),
+      avg: averageMs(route.sumMicros, route.count),
+      points: recents.points.get(key) ?? [],
+    };
+    latencyMicros += route.sumMicros;
+    latencyCount += route.count;
+  }
+
+  const n = (t: string) => byType.get(t) ?? 0;
+  const feedbackTotal = feedback[0] + feedback[1] + feedback[2] + feedback[3] + feedback[4];
+  const feedbackSum = feedback[0] + 2 * feedback[1] + 3 * feedback[2] + 4 * feedback[3] + 5 * feedback[4];
+  const labels = seriesLabels(r);
+  return {
+    activeUsers: recents.activeUsers,
+    totalEvents: total,
+    totalErrors: n('error'),
+    errorsByVersion: Object.fromEntries(byVersion),
+    latencyByRoute,
+    recentErrors: recents.errors,
+    eventsByType: Object.fromEntries(byType),
+    averageLatency: averageMs(latencyMicros, latencyCount),
+    recentActivity: recents.activity,
+    analytics: {
+      breakdownCounts: breakdownCounts(n),
+      feedbackBreakdown: { '1': feedback[0], '2': feedback[1], '3': feedback[2], '4': feedback[3], '5': feedback[4] },
+      feedbackTotal,
+      feedbackAverage: feedbackTotal ? round2(feedbackSum / feedbackTotal) : 0,
+      customActivityTotal: n('custom'),
+      userSeries: { labels, values: sessionSeries(plan, rollups, edges) },
+      activitySeries: { labels: [...labels], values: bucketEvents },
+    },
+  };
+}
+
+/** Distinct sessions per bucket: cached day counts where a bucket is a whole day of rollups. */
+function sessionSeries({ now, range: r, fullHours: [h0, h1] }: StatsPlan, rollups: RollupSource, edges: readonly RollupPart[]): number[] {
+  if (r === null) {
+    const today = Math.floor(now / DAY_MS);
+    return Array.from({ length: SERIES_DAYS }, (_, i) => rollups.daySessions(today - SERIES_DAYS + 1 + i));
+  }
+  const perHour = r.bucketMs / HOUR_MS;
+  return Array.from({ length: r.buckets }, (_, i) => {
+    const start = (r.firstBucket + i) * perHour;
+    const end = start + perHour;
+    if (start >= h0 && end <= h1) return perHour === 1 ? rollups.hourSessions(start) : rollups.daySessions(start / 24);
+    // A bucket cut by the range's edges: the union of its whole hours and its edge rollups.
+    const union = new Set<string>();
+    const add = (s: string) => union.add(s);
+    rollups.forEachSession(Math.max(start, h0), Math.min(end, h1), add);
+    for (const part of edges) if (part.hour >= start && part.hour < end) part.forEachSession(add);
+    return union.size;
+  });
+}

@@ -1,0 +1,252 @@
+// The binary form of an hour's rollup, and FrozenHour, the immutable part that lives on it.
+// A sealed hour is kept in memory as its encoded bytes: columns are typed-array views on them (no
+// copy, no per-number objects), and the sessions stay encoded text, decoded only when a union of
+// sessions needs them. Decoding is a header read and a few views, not a parse of numbers.
+//
+// Layout (little-endian; every column starts at a multiple of 8 so that it can be viewed in place):
+//   u32 magic "WTR1", u32 flags (bit 0: names are UTF-16, bit 1: sessions are UTF-16, else UTF-8;
+//   bit 2: sessions are UUIDs, 16 bytes each, without lengths)
+//   f64 hour, f64 total
+//   u32 × 12: the length of each column below; u8 × 12: the element kind of each; padding to 8
+//   columns: typeCounts, versionCounts, feedback (5), routeCounts, routeEnds, routeSumMicros,
+//            values, valueCounts, nameLengths (types, versions, routes), names, sessionLengths, sessions
+// Numbers take the smallest kind that holds them (u8/u16/u32/i32/f64), so a typical hour's
+// durations cost 3 bytes each. Strings are UTF-8 unless they hold a lone surrogate, which UTF-8
+// cannot carry; then UTF-16. Lengths are in UTF-16 code units, which is how the text is split.
+// Session ids are most of a part's bytes, and the SDK's are UUIDs: when every session of a part is
+// a lowercase canonical UUID, each is kept as its 16 bytes (not 36 characters).
+import type { PartColumns, RollupPart } from './hour.ts';
+
+const MAGIC = 0x31525457; // "WTR1"
+const COLUMNS = 12;
+const LENGTHS_AT = 24;
+const KINDS_AT = LENGTHS_AT + 4 * COLUMNS;
+const FIRST_COLUMN = (KINDS_AT + COLUMNS + 7) & ~7;
+const [TYPES, VERSIONS, , ROUTES, , , VALUES, , NAME_LENGTHS, NAMES, SESSION_LENGTHS, SESSIONS] =
+  Array.from({ length: COLUMNS }, (_, i) => i);
+
+type Kind = 0 | 1 | 2 | 3 | 4;
+const ARRAYS = [Uint8Array, Uint16Array, Uint32Array, Int32Array, Float64Array] as const;
+const [U8, U16, U32, I32, F64] = [0, 1, 2, 3, 4] as const;
+type View = InstanceType<(typeof ARRAYS)[number]>;
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const utf8 = new TextEncoder();
+// ignoreBOM keeps a leading U+FEFF, which is part of the text here, not a marker.
+const fromUtf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/** The smallest kind that holds every number of `xs` exactly. */
+function kindOf(xs: ArrayLike<number>): Kind {
+  let min = 0, max = 0;
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i];
+    if (!Number.isInteger(x)) return F64;
+    if (x < min) min = x;
+    if (x > max) max = x;
+  }
+  if (min >= 0) return max <= 0xff ? U8 : max <= 0xffff ? U16 : max <= 0xffffffff ? U32 : F64;
+  return min >= -0x80000000 && max <= 0x7fffffff ? I32 : F64;
+}
+
+interface Text { utf16: boolean; lengths: number[]; bytes: Uint8Array | Uint16Array }
+
+function encodeText(strings: readonly string[]): Text {
+  const joined = strings.join('');
+  const lengths = strings.map((s) => s.length);
+  if (!LONE_SURROGATE.test(joined)) return { utf16: false, lengths, bytes: utf8.encode(joined) };
+  const units = new Uint16Array(joined.length);
+  for (let i = 0; i < joined.length; i++) units[i] = joined.charCodeAt(i);
+  return { utf16: true, lengths, bytes: units };
+}
+
+function decodeText(bytes: View, utf16: boolean): string {
+  if (!utf16) return fromUtf8.decode(bytes);
+  const units = bytes as Uint16Array;
+  let out = '';
+  for (let i = 0; i < units.length; i += 8192) out += String.fromCharCode(...units.subarray(i, i + 8192));
+  return out;
+}
+
+const align8 = (n: number) => (n + 7) & ~7;
+
+// Hex digit value by char code (the UUID pattern has already admitted only 0-9 and a-f).
+const NIBBLE = new Uint8Array(128);
+for (let i = 0; i < 16; i++) NIBBLE[i.toString(16).charCodeAt(0)] = i;
+// Where each of the 16 bytes starts in the 36-character form.
+const AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+function packUuids(ids: readonly string[]): Uint8Array | null {
+  if (ids.length === 0 || !ids.every((s) => UUID.test(s))) return null;
+  const out = new Uint8Array(16 * ids.length);
+  ids.forEach((s, i) => {
+    for (let j = 0; j < 16; j++) out[16 * i + j] = (NIBBLE[s.charCodeAt(AT[j])] << 4) | NIBBLE[s.charCodeAt(AT[j] + 1)];
+  });
+  return out;
+}
+
+// The 36-character form is written into one scratch buffer and decoded: about 6× faster than
+// joining hex strings, which matters when a union of a day's sessions formats thousands of them.
+const HEX_HIGH = new Uint8Array(256), HEX_LOW = new Uint8Array(256);
+for (let i = 0; i < 256; i++) [HEX_HIGH[i], HEX_LOW[i]] = [HEX[i].charCodeAt(0), HEX[i].charCodeAt(1)];
+const UUID_TEXT = new Uint8Array(36).fill(45); // '-' where no digit goes
+
+function uuidAt(b: View, at: number): string {
+  for (let j = 0; j < 16; j++) {
+    UUID_TEXT[AT[j]] = HEX_HIGH[b[at + j]];
+    UUID_TEXT[AT[j] + 1] = HEX_LOW[b[at + j]];
+  }
+  return fromUtf8.decode(UUID_TEXT);
+}
+
+/**
+ * One string for each route, type and version name across parts: 10,000 parts would otherwise
+ * hold 10,000 copies of "/checkout". Capped, so that names of parts long dropped (or a flood of
+ * distinct routes) cannot grow it for ever; past the cap names are simply not shared.
+ */
+const SHARED_NAMES = new Map<string, string>();
+const SHARED_NAMES_CAP = 10_000;
+function shared(name: string): string {
+  const known = SHARED_NAMES.get(name);
+  if (known !== undefined) return known;
+  if (SHARED_NAMES.size < SHARED_NAMES_CAP) SHARED_NAMES.set(name, name);
+  return name;
+}
+
+/** Encodes any part, mutable or frozen. */
+export function encodePart(part: RollupPart): Uint8Array {
+  if (!LITTLE_ENDIAN) throw new Error('rollup parts are little-endian; this platform is not');
+  const c = part.columns();
+  const sessions: string[] = [];
+  part.forEachSession((s) => sessions.push(s));
+  const names = encodeText([...c.types, ...c.versions, ...c.routes]);
+  const uuids = packUuids(sessions);
+  const text = uuids ? { utf16: false, lengths: [], bytes: uuids } : encodeText(sessions);
+  const columns: [ArrayLike<number>, Kind][] = [
+    [c.typeCounts, kindOf(c.typeCounts)],
+    [c.versionCounts, kindOf(c.versionCounts)],
+    [c.feedback, kindOf(c.feedback)],
+    [c.routeCounts, kindOf(c.routeCounts)],
+    [c.routeEnds, U32],
+    [c.routeSumMicros, F64],
+    [c.values, kindOf(c.values)],
+    [c.valueCounts, kindOf(c.valueCounts)],
+    [names.lengths, kindOf(names.lengths)],
+    [names.bytes, names.utf16 ? U16 : U8],
+    [text.lengths, kindOf(text.lengths)],
+    [text.bytes, text.utf16 ? U16 : U8],
+  ];
+  let size = FIRST_COLUMN;
+  for (const [xs, kind] of columns) size = align8(size) + xs.length * ARRAYS[kind].BYTES_PER_ELEMENT;
+  const buffer = new ArrayBuffer(align8(size));
+  const head = new DataView(buffer);
+  head.setUint32(0, MAGIC, true);
+  head.setUint32(4, (names.utf16 ? 1 : 0) | (text.utf16 ? 2 : 0) | (uuids ? 4 : 0), true);
+  head.setFloat64(8, part.hour, true);
+  head.setFloat64(16, part.total, true);
+  let at = FIRST_COLUMN;
+  columns.forEach(([xs, kind], i) => {
+    head.setUint32(LENGTHS_AT + 4 * i, xs.length, true);
+    head.setUint8(KINDS_AT + i, kind);
+    at = align8(at);
+    new ARRAYS[kind](buffer, at, xs.length).set(xs);
+    at += xs.length * ARRAYS[kind].BYTES_PER_ELEMENT;
+  });
+  return new Uint8Array(buffer);
+}
+
+/** An hour's rollup as read from its encoded bytes: immutable, compact, fast to add up. */
+export class FrozenHour implements RollupPart {
+  readonly hour: number;
+  readonly total: number;
+  readonly sessionCount: number;
+  private readonly cols: PartColumns;
+  private readonly sessionLengths: View;
+  private readonly sessionText: View;
+  private readonly sessionsUtf16: boolean;
+  private readonly sessionsUuid: boolean;
+
+  /**
+   * Reads an encoded part. The bytes are copied once unless they are a whole, 8-aligned buffer of
+   * their own, so a part read out of a larger buffer (a file) does not keep that buffer alive.
+   */
+  static decode(bytes: Uint8Array): FrozenHour {
+    if (!LITTLE_ENDIAN) throw new Error('rollup parts are little-endian; this platform is not');
+    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+    return new FrozenHour(own ? bytes : bytes.slice());
+  }
+
+  private constructor(private readonly bytes: Uint8Array) {
+    const buffer = bytes.buffer as ArrayBuffer;
+    const bad = (why: string) => new RangeError(`not a rollup part: ${why}`);
+    if (bytes.byteLength < FIRST_COLUMN) throw bad('too short');
+    const head = new DataView(buffer);
+    if (head.getUint32(0, true) !== MAGIC) throw bad('bad magic');
+    const flags = head.getUint32(4, true);
+    this.hour = head.getFloat64(8, true);
+    this.total = head.getFloat64(16, true);
+    const views: View[] = [];
+    let at = FIRST_COLUMN;
+    for (let i = 0; i < COLUMNS; i++) {
+      const kind = ARRAYS[head.getUint8(KINDS_AT + i)];
+      if (!kind) throw bad('bad column kind');
+      const n = head.getUint32(LENGTHS_AT + 4 * i, true);
+      at = align8(at);
+      if (at + n * kind.BYTES_PER_ELEMENT > bytes.byteLength) throw bad('truncated');
+      views.push(new kind(buffer, at, n));
+      at += n * kind.BYTES_PER_ELEMENT;
+    }
+    const nTypes = views[TYPES].length, nVersions = views[VERSIONS].length, nRoutes = views[ROUTES].length;
+    const ends = views[4];
+    if (views[2].length !== 5 || ends.length !== nRoutes || (nRoutes ? ends[nRoutes - 1] : 0) !== views[VALUES].length) {
+      throw bad('columns do not match');
+    }
+    const names = splitText(decodeText(views[NAMES], (flags & 1) !== 0), views[NAME_LENGTHS]).map(shared);
+    if (names.length !== nTypes + nVersions + nRoutes) throw bad('names do not match');
+    this.cols = {
+      types: names.slice(0, nTypes),
+      typeCounts: views[TYPES],
+      versions: names.slice(nTypes, nTypes + nVersions),
+      versionCounts: views[VERSIONS],
+      feedback: views[2],
+      routes: names.slice(nTypes + nVersions),
+      routeCounts: views[ROUTES],
+      routeEnds: views[4],
+      routeSumMicros: views[5],
+      values: views[VALUES],
+      valueCounts: views[7],
+    };
+    this.sessionLengths = views[SESSION_LENGTHS];
+    this.sessionText = views[SESSIONS];
+    this.sessionsUtf16 = (flags & 2) !== 0;
+    this.sessionsUuid = (flags & 4) !== 0;
+    this.sessionCount = this.sessionsUuid ? this.sessionText.length / 16 : this.sessionLengths.length;
+    if (this.sessionsUuid && this.sessionText.length % 16) throw bad('uuid sessions do not match');
+  }
+
+  /** The encoded bytes this part lives on (do not modify them). */
+  encode(): Uint8Array {
+    return this.bytes;
+  }
+
+  columns(): PartColumns {
+    return this.cols;
+  }
+
+  forEachSession(fn: (session: string) => void): void {
+    if (this.sessionCount === 0) return;
+    if (this.sessionsUuid) {
+      for (let at = 0; at < this.sessionText.length; at += 16) fn(uuidAt(this.sessionText, at));
+      return;
+    }
+    for (const s of splitText(decodeText(this.sessionText, this.sessionsUtf16), this.sessionLengths)) fn(s);
+  }
+}
+
+function splitText(text: string, lengths: ArrayLike<number>): string[] {
+  const out: string[] = [];
+  for (let i = 0, at = 0; i < lengths.length; i++) out.push(text.slice(at, (at += lengths[i])));
+  return out;
+}

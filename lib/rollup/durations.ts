@@ -1,0 +1,74 @@
+// Nearest-rank percentiles over duration counts gathered from many parts. Merging hundreds of
+// hours' (value, count) lists into maps would allocate per value; instead every count is added
+// into one scratch array indexed by the value in ms (page loads are almost always under 65.5 s),
+// with a map only for values outside it (negative or longer), then walked once in value order.
+// Parts' values are whole ms, ascending within a route (PartColumns says so; both forms keep it).
+import type { PartColumns } from './hour.ts';
+
+const DENSE = 1 << 16;
+// Shared scratch, zero between calls: nearestRanks never yields, so no two calls interleave.
+const scratch = new Float64Array(DENSE);
+
+/** The duration counts of one route, gathered from parts before the percentiles are read. */
+export class RouteDurations {
+  private readonly parts: PartColumns[] = [];
+  private readonly index: number[] = [];
+
+  /** Adds route `i` of a part's columns. */
+  add(columns: PartColumns, i: number): void {
+    this.parts.push(columns);
+    this.index.push(i);
+  }
+
+  /**
+   * The nearest-rank percentile for each p (same ranks as stats.ts percentile) of the `n`
+   * durations added: the smallest value whose cumulative count reaches ceil(p/100 · n).
+   * `ps` ascending.
+   */
+  nearestRanks(n: number, ps: readonly number[]): number[] {
+    const out = ps.map(() => 0);
+    if (ps.some((p, i) => i > 0 && p < ps[i - 1])) throw new RangeError('percentiles must be asked in ascending order');
+    if (n === 0) return out;
+    const ranks = ps.map((p) => Math.min(n, Math.max(1, Math.ceil((p / 100) * n))));
+    let lo = DENSE, hi = -1;
+    const sparse = new Map<number, number>();
+    for (let k = 0; k < this.parts.length; k++) {
+      const { values, valueCounts, routeEnds } = this.parts[k];
+      const i = this.index[k];
+      const start = i ? routeEnds[i - 1] : 0, end = routeEnds[i];
+      if (start === end) continue;
+      // A route's values are ascending whole ms: when the first and last fit the scratch array,
+      // all do, and the loop is a bare add (most hours of most routes).
+      if (values[start] >= 0 && values[end - 1] < DENSE) {
+        if (values[start] < lo) lo = values[start];
+        if (values[end - 1] > hi) hi = values[end - 1];
+        for (let j = start; j < end; j++) scratch[values[j]] += valueCounts[j];
+        continue;
+      }
+      for (let j = start; j < end; j++) {
+        const v = values[j];
+        if (v >= 0 && v < DENSE) {
+          scratch[v] += valueCounts[j];
+          if (v < lo) lo = v;
+          if (v > hi) hi = v;
+        } else sparse.set(v, (sparse.get(v) ?? 0) + valueCounts[j]);
+      }
+    }
+    // Walk values in ascending order: sparse ones below the dense range, the dense range, the rest.
+    const others = [...sparse.keys()].sort((a, b) => a - b);
+    let seen = 0, q = 0, o = 0;
+    const take = (value: number, count: number) => {
+      seen += count;
+      while (q < ranks.length && ranks[q] <= seen) out[q++] = value;
+    };
+    for (let v = lo; v <= hi; v++) {
+      const c = scratch[v];
+      if (c === 0) continue;
+      scratch[v] = 0;
+      while (o < others.length && others[o] < v) take(others[o], sparse.get(others[o++])!);
+      take(v, c);
+    }
+    while (o < others.length) take(others[o], sparse.get(others[o++])!);
+    return out;
+  }
+}

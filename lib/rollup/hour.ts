@@ -1,0 +1,203 @@
+// One user's events of one UTC hour, reduced to what the statistics need (README "Statistics"):
+// counts by type, errors by version, the distinct sessions, feedback ratings, and per route the
+// pageload count, the summed durations in µs and the exact count of each duration at 1 ms.
+// HourRollup is the mutable form that takes events one by one (and gives them back: the memory
+// store evicts); FrozenHour (codec.ts) is the compact, immutable form a sealed hour is kept in.
+// Both offer the same read side, RollupPart, which is all that assembleStats reads.
+import type { StoredEvent } from '../event.ts';
+import { feedbackRating, HOUR_MS, micros, pageloadDuration, roundMs, routeKey, UNKNOWN } from '../stats.ts';
+
+/** The fields of one event that rollups read; a store with columns can fill it without an event. */
+export interface RollupRow {
+  receivedMs: number;
+  type: string;
+  /** deployVersion; errors without one count under "unknown". */
+  version: string | null;
+  session: string | null;
+  /** Route key (routeKey) and duration of a pageload with a numeric duration; both null otherwise. */
+  route: string | null;
+  duration: number | null;
+  /** A valid feedback rating 1–5, else null. */
+  rating: number | null;
+}
+
+/** The rollup row of a stored event (`receivedMs` when the caller already parsed receivedAt). */
+export function rollupRow(e: StoredEvent, receivedMs = Date.parse(e.receivedAt)): RollupRow {
+  const duration = pageloadDuration(e);
+  return {
+    receivedMs,
+    type: e.type,
+    version: e.deployVersion,
+    session: e.sessionId,
+    route: duration === null ? null : routeKey(e),
+    duration,
+    rating: feedbackRating(e),
+  };
+}
+
+export const hourOf = (ms: number): number => Math.floor(ms / HOUR_MS);
+
+/**
+ * Everything but the sessions, as parallel columns. Route i's duration values (whole ms, ascending)
+ * and their counts are `values`/`valueCounts` from `routeEnds[i - 1]` (0 for the first) to
+ * `routeEnds[i]`: flat typed arrays that are cheap to keep and fast to add up.
+ */
+export interface PartColumns {
+  types: readonly string[];
+  typeCounts: ArrayLike<number>;
+  /** Error counts by deployVersion. */
+  versions: readonly string[];
+  versionCounts: ArrayLike<number>;
+  /** Counts of ratings 1..5. */
+  feedback: ArrayLike<number>;
+  routes: readonly string[];
+  routeCounts: ArrayLike<number>;
+  routeSumMicros: ArrayLike<number>;
+  routeEnds: ArrayLike<number>;
+  values: ArrayLike<number>;
+  valueCounts: ArrayLike<number>;
+}
+
+/** The read side shared by the mutable and the frozen form of an hour's rollup. */
+export interface RollupPart {
+  readonly hour: number;
+  readonly total: number;
+  /** Distinct sessions of the part. */
+  readonly sessionCount: number;
+  forEachSession(fn: (session: string) => void): void;
+  columns(): PartColumns;
+}
+
+interface RouteCounts {
+  count: number;
+  sumMicros: number;
+  /** Duration in whole ms → events. */
+  values: Map<number, number>;
+}
+
+const bump = (m: Map<string, number>, key: string, by: number) => {
+  const n = (m.get(key) ?? 0) + by;
+  if (n === 0) m.delete(key);
+  else m.set(key, n);
+};
+
+export class HourRollup implements RollupPart {
+  total = 0;
+  private readonly types = new Map<string, number>();
+  private readonly versions = new Map<string, number>();
+  /** Session → events of it here: removing an event must know whether it was the session's last. */
+  private readonly sessions = new Map<string, number>();
+  private readonly feedback = [0, 0, 0, 0, 0];
+  private readonly routes = new Map<string, RouteCounts>();
+  /** columns() of the current content, dropped on every change. */
+  private cached: PartColumns | null = null;
+
+  constructor(readonly hour: number) {}
+
+  /** Rollups of events grouped by hour, in ascending hours: the partial hours a store reads raw. */
+  static fromRows(rows: Iterable<RollupRow>): HourRollup[] {
+    const byHour = new Map<number, HourRollup>();
+    for (const row of rows) {
+      const h = hourOf(row.receivedMs);
+      let part = byHour.get(h);
+      if (!part) byHour.set(h, (part = new HourRollup(h)));
+      part.add(row);
+    }
+    return [...byHour.values()].sort((a, b) => a.hour - b.hour);
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  forEachSession(fn: (session: string) => void): void {
+    for (const s of this.sessions.keys()) fn(s);
+  }
+
+  add(row: RollupRow): void {
+    this.apply(row, 1);
+  }
+
+  /** Takes back an event added before (the memory store's eviction). */
+  remove(row: RollupRow): void {
+    this.apply(row, -1);
+  }
+
+  private apply(row: RollupRow, sign: 1 | -1) {
+    if (hourOf(row.receivedMs) !== this.hour) throw new RangeError(`event of hour ${hourOf(row.receivedMs)} given to hour ${this.hour}`);
+    this.cached = null;
+    this.total += sign;
+    bump(this.types, row.type, sign);
+    if (row.type === 'error') bump(this.versions, row.version ?? UNKNOWN, sign);
+    if (row.session) bump(this.sessions, row.session, sign);
+    if (row.rating !== null) this.feedback[row.rating - 1] += sign;
+    if (row.route !== null && row.duration !== null) {
+      let r = this.routes.get(row.route);
+      if (!r) this.routes.set(row.route, (r = { count: 0, sumMicros: 0, values: new Map() }));
+      r.count += sign;
+      r.sumMicros += sign * micros(row.duration);
+      const ms = roundMs(row.duration);
+      const left = (r.values.get(ms) ?? 0) + sign;
+      if (left === 0) r.values.delete(ms);
+      else r.values.set(ms, left);
+      if (r.count === 0) this.routes.delete(row.route);
+    }
+  }
+
+  /**
+   * Adds a whole part (another segment's share of the same hour, say). Its sessions count as seen
+   * once each: events merged in this way cannot be removed one by one afterwards.
+   */
+  merge(part: RollupPart): void {
+    if (part.hour !== this.hour) throw new RangeError(`part of hour ${part.hour} merged into hour ${this.hour}`);
+    this.cached = null;
+    const c = part.columns();
+    this.total += part.total;
+    c.types.forEach((t, i) => bump(this.types, t, c.typeCounts[i]));
+    c.versions.forEach((v, i) => bump(this.versions, v, c.versionCounts[i]));
+    for (let i = 0; i < 5; i++) this.feedback[i] += c.feedback[i];
+    part.forEachSession((s) => bump(this.sessions, s, 1));
+    c.routes.forEach((route, i) => {
+      let r = this.routes.get(route);
+      if (!r) this.routes.set(route, (r = { count: 0, sumMicros: 0, values: new Map() }));
+      r.count += c.routeCounts[i];
+      r.sumMicros += c.routeSumMicros[i];
+      for (let j = i ? c.routeEnds[i - 1] : 0; j < c.routeEnds[i]; j++) {
+        r.values.set(c.values[j], (r.values.get(c.values[j]) ?? 0) + c.valueCounts[j]);
+      }
+    });
+  }
+
+  columns(): PartColumns {
+    if (this.cached) return this.cached;
+    const routes = [...this.routes.keys()].sort();
+    const routeEnds = new Uint32Array(routes.length);
+    let size = 0;
+    routes.forEach((r, i) => (routeEnds[i] = size += this.routes.get(r)!.values.size));
+    const values = new Float64Array(size);
+    const valueCounts = new Float64Array(size);
+    routes.forEach((r, i) => {
+      const entries = [...this.routes.get(r)!.values].sort((a, b) => a[0] - b[0]);
+      const at = i ? routeEnds[i - 1] : 0;
+      entries.forEach(([v, n], j) => {
+        values[at + j] = v;
+        valueCounts[at + j] = n;
+      });
+    });
+    const types = [...this.types.keys()].sort();
+    const versions = [...this.versions.keys()].sort();
+    return (this.cached = {
+      types,
+      typeCounts: types.map((t) => this.types.get(t)!),
+      versions,
+      versionCounts: versions.map((v) => this.versions.get(v)!),
+      feedback: [...this.feedback],
+      routes,
+      routeCounts: routes.map((r) => this.routes.get(r)!.count),
+      routeSumMicros: routes.map((r) => this.routes.get(r)!.sumMicros),
+      routeEnds,
+      values,
+      valueCounts,
+    });
+  }
+}

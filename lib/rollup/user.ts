@@ -1,0 +1,137 @@
+// One user's rollups: hour → parts. An hour may have several parts, one per tag (a segment id in
+// the segmented store: an hour can span two segments); the memory store uses one tag. Parts are
+// mutable (HourRollup, taking events) until frozen (FrozenHour, compact and immutable); retention
+// drops every part of a tag at once.
+import { encodePart, FrozenHour } from './codec.ts';
+import { HourRollup, hourOf, type RollupPart, type RollupRow } from './hour.ts';
+
+export type PartTag = number;
+
+/** What assembleStats reads of a user's rollups; UserRollups is one, a store may offer its own. */
+export interface RollupSource {
+  /** Calls fn with every part of every hour in [fromHour, toHour), in no particular order. */
+  forEachPart(fromHour: number, toHour: number, fn: (part: RollupPart) => void): void;
+  /** Calls fn with the sessions of every part in [fromHour, toHour); a session may come more than once. */
+  forEachSession(fromHour: number, toHour: number, fn: (session: string) => void): void;
+  /** Distinct sessions of one hour, over all its parts. */
+  hourSessions(hour: number): number;
+  /** Distinct sessions of one UTC day (day number = ms / 86,400,000), over all its parts. */
+  daySessions(day: number): number;
+}
+
+interface Slot { tag: PartTag; part: HourRollup | FrozenHour }
+
+const dayOfHour = (hour: number) => Math.floor(hour / 24);
+
+export class UserRollups implements RollupSource {
+  private readonly hours = new Map<number, Slot[]>();
+  /**
+   * Distinct sessions per day, kept until one of the day's parts changes: a 30-day series then
+   * costs 30 lookups instead of a union of every session of 720 hours. Only the days still taking
+   * events are recomputed, at the cost of their own sessions.
+   */
+  private readonly days = new Map<number, number>();
+
+  get empty(): boolean {
+    return this.hours.size === 0;
+  }
+
+  /** Adds an event to the mutable part of its hour with this tag (a frozen part takes no events). */
+  add(row: RollupRow, tag: PartTag = 0): void {
+    const hour = hourOf(row.receivedMs);
+    let slots = this.hours.get(hour);
+    if (!slots) this.hours.set(hour, (slots = []));
+    let slot = slots.find((s) => s.tag === tag);
+    if (!slot) slots.push((slot = { tag, part: new HourRollup(hour) }));
+    if (!(slot.part instanceof HourRollup)) throw new Error(`the part of hour ${hour} with tag ${tag} is frozen`);
+    slot.part.add(row);
+    this.days.delete(dayOfHour(hour));
+  }
+
+  /** Takes back an event added with this tag (its part empties and goes when nothing is left). */
+  remove(row: RollupRow, tag: PartTag = 0): void {
+    const hour = hourOf(row.receivedMs);
+    const slots = this.hours.get(hour);
+    const slot = slots?.find((s) => s.tag === tag);
+    if (!slots || !slot || !(slot.part instanceof HourRollup)) throw new Error(`no mutable part of hour ${hour} with tag ${tag}`);
+    slot.part.remove(row);
+    if (slot.part.total === 0) this.unlink(hour, slots, slot);
+    this.days.delete(dayOfHour(hour));
+  }
+
+  /** Sets (adds or replaces) the part of its hour with this tag: a decoded part read at start. */
+  setPart(part: HourRollup | FrozenHour, tag: PartTag): void {
+    let slots = this.hours.get(part.hour);
+    if (!slots) this.hours.set(part.hour, (slots = []));
+    const slot = slots.find((s) => s.tag === tag);
+    if (slot) slot.part = part;
+    else slots.push({ tag, part });
+    this.days.delete(dayOfHour(part.hour));
+  }
+
+  /** Drops every part with this tag (retention drops a whole segment). */
+  drop(tag: PartTag): void {
+    for (const [hour, slots] of this.hours) {
+      const slot = slots.find((s) => s.tag === tag);
+      if (slot) this.unlink(hour, slots, slot);
+    }
+  }
+
+  /** Freezes every mutable part with this tag and returns the frozen parts (to persist their bytes). */
+  freeze(tag: PartTag): FrozenHour[] {
+    const out: FrozenHour[] = [];
+    for (const slots of this.hours.values()) {
+      for (const slot of slots) {
+        if (slot.tag !== tag) continue;
+        if (slot.part instanceof HourRollup) slot.part = FrozenHour.decode(encodePart(slot.part));
+        out.push(slot.part);
+      }
+    }
+    return out.sort((a, b) => a.hour - b.hour);
+  }
+
+  /** The parts with this tag, ascending by hour. */
+  parts(tag: PartTag): (HourRollup | FrozenHour)[] {
+    const out: (HourRollup | FrozenHour)[] = [];
+    for (const slots of this.hours.values()) for (const s of slots) if (s.tag === tag) out.push(s.part);
+    return out.sort((a, b) => a.hour - b.hour);
+  }
+
+  forEachPart(fromHour: number, toHour: number, fn: (part: RollupPart) => void): void {
+    for (const [hour, slots] of this.hours) {
+      if (hour >= fromHour && hour < toHour) for (const s of slots) fn(s.part);
+    }
+  }
+
+  forEachSession(fromHour: number, toHour: number, fn: (session: string) => void): void {
+    if (toHour - fromHour <= 48) {
+      // A few hours: look them up rather than walk every hour held.
+      for (let h = fromHour; h < toHour; h++) for (const s of this.hours.get(h) ?? []) s.part.forEachSession(fn);
+    } else this.forEachPart(fromHour, toHour, (p) => p.forEachSession(fn));
+  }
+
+  hourSessions(hour: number): number {
+    const slots = this.hours.get(hour);
+    if (!slots) return 0;
+    if (slots.length === 1) return slots[0].part.sessionCount;
+    const union = new Set<string>();
+    for (const s of slots) s.part.forEachSession((x) => union.add(x));
+    return union.size;
+  }
+
+  daySessions(day: number): number {
+    let n = this.days.get(day);
+    if (n === undefined) {
+      const union = new Set<string>();
+      this.forEachSession(day * 24, day * 24 + 24, (s) => union.add(s));
+      this.days.set(day, (n = union.size));
+    }
+    return n;
+  }
+
+  private unlink(hour: number, slots: Slot[], slot: Slot) {
+    slots.splice(slots.indexOf(slot), 1);
+    if (slots.length === 0) this.hours.delete(hour);
+    this.days.delete(dayOfHour(hour));
+  }
+}

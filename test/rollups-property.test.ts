@@ -1,0 +1,119 @@
+// Property: statistics assembled from rollups equal computeStats over the same raw events, for
+// random events (fractional, negative and huge durations, times on hour and day boundaries, in or
+// out of receive order), split into random tagged parts of which some are frozen (encoded and
+// decoded), after removing the oldest events, for random ranges (cutting hours and days, both
+// intervals, none) and random `now`s.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fc from 'fast-check';
+import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
+import { LiveWindow, recentsOf } from '../lib/live-window.ts';
+import { assembleStats, planStats } from '../lib/rollup/assemble.ts';
+import { HourRollup, rollupRow } from '../lib/rollup/hour.ts';
+import { UserRollups } from '../lib/rollup/user.ts';
+import { computeStats, rangeProblem, type StatsRange } from '../lib/stats.ts';
+
+const RUNS = Number(process.env.WATCHTOWER_PROPERTY_RUNS ?? 150);
+const H = 3_600_000;
+const D = 86_400_000;
+const DAY0 = Date.parse('2026-05-16T00:00:00.000Z');
+
+// Times over three days, dense around one midnight, a third on or next to an hour boundary.
+const time = fc.oneof(
+  fc.integer({ min: -2 * D, max: D }).map((o) => DAY0 + o),
+  fc.integer({ min: -3 * H, max: 3 * H }).map((o) => DAY0 + o),
+  fc.tuple(fc.integer({ min: -48, max: 24 }), fc.constantFrom(-1, 0, 1)).map(([h, d]) => DAY0 + h * H + d),
+);
+const duration = fc.oneof(
+  fc.integer({ min: 0, max: 3000 }),
+  fc.integer({ min: 0, max: 12_000 }).map((q) => q / 4),
+  fc.double({ min: -5, max: 70_000, noNaN: true }),
+  fc.constantFrom(1e7, 0.5, 1.5, -0.5, 'slow', undefined),
+);
+const rawEvent = fc.record({
+  type: fc.constantFrom('pageload', 'pageload', 'pageload', 'error', 'click', 'feedback', 'custom', 'performance', 'weird'),
+  sessionId: fc.option(fc.constantFrom('a', 'b', 'c', 'd', 'e', 'lone\ud800'), { nil: undefined }),
+  deployVersion: fc.option(fc.constantFrom('1.0', '2.0'), { nil: undefined }),
+  route: fc.option(fc.constantFrom('/', '/a', '/b/c'), { nil: undefined }),
+  url: fc.option(fc.constantFrom('https://x/p?q=1', '/rel', 'not a url'), { nil: undefined }),
+  duration,
+  ttfb: fc.option(fc.integer({ min: 0, max: 500 }), { nil: undefined }),
+  rating: fc.constantFrom(1, 2, 3, 4, 5, 0, 2.5, '3'),
+  at: time,
+  tag: fc.integer({ min: 0, max: 2 }),
+});
+// A range's ends: any time, or the receive time of one of the events (give or take 1 ms).
+const end = fc.oneof(time.map((t) => ({ t })), fc.tuple(fc.nat(), fc.constantFrom(-1, 0, 0, 1)).map(([i, d]) => ({ event: i, d })));
+const range = fc.option(
+  fc.record({ from: end, to: fc.option(end, { nil: undefined }), interval: fc.option(fc.constantFrom('hour' as const, 'day' as const), { nil: undefined }) }, { requiredKeys: ['from'] }),
+  { nil: undefined },
+);
+type End = { t: number } | { event: number; d: number };
+const at = (e: End, times: number[]) => ('t' in e ? e.t : times.length ? times[e.event % times.length] + e.d : DAY0);
+
+let n = 0;
+type Raw = typeof rawEvent extends fc.Arbitrary<infer T> ? T : never;
+const toStored = (r: Raw): StoredEvent => {
+  const raw: RawEvent = { type: r.type, sessionId: r.sessionId, deployVersion: r.deployVersion, route: r.route, url: r.url };
+  raw.data = r.type === 'feedback' ? { rating: r.rating } : { duration: r.duration, ttfb: r.ttfb };
+  return normalise(JSON.parse(JSON.stringify(raw)) as RawEvent, { now: r.at, owner: 'u', newId: () => `p${++n}` });
+};
+
+test('stats assembled from rollups and the live window equal computeStats over the raw events', () => {
+  let windowAnswered = 0, rawAnswered = 0;
+  fc.assert(
+    fc.property(
+      fc.array(rawEvent, { maxLength: 80 }), fc.boolean(), fc.nat(), fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
+      range, fc.oneof(time, fc.integer({ min: 0, max: 10 * 60_000 }).map((d) => -d - 1)),
+      (raws, inReceiveOrder, removeSeed, frozenTags, maybeRange, nowPick) => {
+        if (inReceiveOrder) raws = [...raws].sort((a, b) => a.at - b.at);
+        const events = raws.map(toStored);
+        const rollups = new UserRollups();
+        const window = new LiveWindow();
+        events.forEach((e, i) => {
+          rollups.add(rollupRow(e), raws[i].tag);
+          window.add(e);
+        });
+        // Evict the oldest, as the memory store does, then seal some tags.
+        const removed = events.length ? removeSeed % (events.length + 1) : 0;
+        for (let i = 0; i < removed; i++) {
+          rollups.remove(rollupRow(events[i]), raws[i].tag);
+          window.remove(events[i]);
+        }
+        frozenTags.forEach((frozen, tag) => frozen && rollups.freeze(tag));
+        const held = events.slice(removed);
+
+        // A negative pick is "shortly after the newest event" (the usual request); else any time.
+        const newest = Math.max(DAY0, ...raws.map((r) => r.at));
+        const now = nowPick < 0 ? newest - nowPick - 1 : nowPick;
+        const times = raws.map((x) => x.at);
+        const asked = maybeRange && { ...maybeRange, from: at(maybeRange.from, times), to: maybeRange.to && at(maybeRange.to, times) };
+        const r: StatsRange | undefined = asked && rangeProblem(asked, now) === null ? asked : undefined;
+
+        const plan = planStats(now, r, window.newest);
+        const inSpans = (t: number) => plan.rawSpans.some(([a, b]) => t >= a && t < b);
+        const edges = HourRollup.fromRows(held.map((e) => rollupRow(e)).filter((row) => inSpans(row.receivedMs)));
+        const live = window.recents(now, plan.range);
+        if (live) windowAnswered++;
+        else rawAnswered++;
+        const recents = live ?? recentsOf(held, now, plan.range);
+        assert.equal(assembleStats({ plan, rollups, edges, recents }), computeStats(held, now, r));
+      },
+    ),
+    { numRuns: RUNS * 2 },
+  );
+  assert.ok(windowAnswered > RUNS / 4 && rawAnswered > RUNS / 10, `window ${windowAnswered}, raw ${rawAnswered}: both paths run`);
+});
+
+test('planStats: whole hours from rollups, raw spans only for partial hours at the edges', () => {
+  const at = DAY0 + 10 * H;
+  assert.equal(planStats(at, undefined), { now: at, range: null, fullHours: [-Infinity, Infinity], rawSpans: [] });
+  const cut = planStats(at, { from: DAY0 + 30 * 60_000, to: DAY0 + 5 * H + 1 });
+  assert.equal([cut.fullHours, cut.rawSpans], [[DAY0 / H + 1, DAY0 / H + 5], [[DAY0 + 30 * 60_000, DAY0 + H], [DAY0 + 5 * H, DAY0 + 5 * H + 1]]]);
+  const toNow = planStats(at + 123, { from: DAY0 }, at);
+  assert.equal([toNow.fullHours, toNow.rawSpans], [[DAY0 / H, DAY0 / H + 11], []], 'nothing at or after to: the last hour is whole');
+  const inside = planStats(at, { from: DAY0 + 60_000, to: DAY0 + 2 * 60_000 });
+  assert.equal([inside.fullHours[0] === inside.fullHours[1], inside.rawSpans], [true, [[DAY0 + 60_000, DAY0 + 2 * 60_000]]]);
+});
+
+test.run();

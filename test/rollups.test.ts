@@ -1,0 +1,205 @@
+// Rollups: an hour's rollup taking and giving back events, its binary form, the per-user
+// container with tagged parts and cached day counts, and percentiles over gathered counts.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { encodePart, FrozenHour } from '../lib/rollup/codec.ts';
+import { RouteDurations } from '../lib/rollup/durations.ts';
+import { HourRollup, type RollupPart, type RollupRow } from '../lib/rollup/hour.ts';
+import { UserRollups } from '../lib/rollup/user.ts';
+import { percentile } from '../lib/stats.ts';
+
+const H = 3_600_000;
+const T0 = Date.parse('2026-05-16T10:00:00.000Z');
+const row = (over: Partial<RollupRow> = {}): RollupRow => ({
+  receivedMs: T0, type: 'click', version: null, session: null, route: null, duration: null, rating: null, ...over,
+});
+const pageload = (route: string, duration: number, over: Partial<RollupRow> = {}) => row({ type: 'pageload', route, duration, ...over });
+
+/** Everything a part says, in plain data, for deep comparison. */
+function contents(part: RollupPart) {
+  const c = part.columns();
+  const sessions: string[] = [];
+  part.forEachSession((s) => sessions.push(s));
+  const num = (xs: ArrayLike<number>) => Array.from(xs);
+  return {
+    hour: part.hour, total: part.total, sessionCount: part.sessionCount, sessions: sessions.sort(),
+    types: c.types, typeCounts: num(c.typeCounts), versions: c.versions, versionCounts: num(c.versionCounts),
+    feedback: num(c.feedback), routes: c.routes, routeCounts: num(c.routeCounts), routeSumMicros: num(c.routeSumMicros),
+    routeEnds: num(c.routeEnds), values: num(c.values), valueCounts: num(c.valueCounts),
+  };
+}
+
+function sample(): HourRollup {
+  const h = new HourRollup(T0 / H);
+  h.add(row({ type: 'error', version: '1.0', session: 's1' }));
+  h.add(row({ type: 'error', session: 's2', receivedMs: T0 + H - 1 }));
+  h.add(row({ type: 'feedback', rating: 5, session: 's1' }));
+  h.add(pageload('/a', 120.4, { session: 's3' }));
+  h.add(pageload('/a', 119.6));
+  h.add(pageload('/a', 70_000.25));
+  h.add(pageload('/a', -3));
+  h.add(pageload('/b', 1e300));
+  return h;
+}
+
+test('an hour counts types, versions, sessions, ratings and per route whole-ms durations and µs sums', () => {
+  const c = contents(sample());
+  assert.is(c.total, 8);
+  assert.equal(c.types, ['error', 'feedback', 'pageload']);
+  assert.equal(c.typeCounts, [2, 1, 5]);
+  assert.equal(c.versions, ['1.0', 'unknown']);
+  assert.equal(c.sessions, ['s1', 's2', 's3']);
+  assert.equal(c.feedback, [0, 0, 0, 0, 1]);
+  assert.equal(c.routes, ['/a', '/b']);
+  assert.equal(c.routeCounts, [4, 1]);
+  assert.equal(c.routeSumMicros, [120_400 + 119_600 + 70_000_250 - 3000, Number.MAX_SAFE_INTEGER]);
+  assert.equal(c.values, [-3, 120, 70_000, 1e300], '120.4 and 119.6 are both 120 ms');
+  assert.equal(c.valueCounts, [1, 2, 1, 1]);
+  assert.equal(c.routeEnds, [3, 4]);
+});
+
+test('an hour refuses an event of another hour', () => {
+  assert.throws(() => new HourRollup(T0 / H).add(row({ receivedMs: T0 + H })), /hour/);
+});
+
+test('removing every event added leaves an empty hour; removing some equals never adding them', () => {
+  const rows = [row({ type: 'error', session: 'x' }), pageload('/a', 10.5, { session: 'x' }), pageload('/a', 11), row({ type: 'feedback', rating: 2 })];
+  const h = new HourRollup(T0 / H);
+  rows.forEach((r) => h.add(r));
+  h.remove(rows[0]);
+  h.remove(rows[1]);
+  const only = new HourRollup(T0 / H);
+  rows.slice(2).forEach((r) => only.add(r));
+  assert.equal(contents(h), contents(only));
+  h.remove(rows[2]);
+  h.remove(rows[3]);
+  assert.equal(contents(h), contents(new HourRollup(T0 / H)));
+});
+
+test('encode → decode gives back every column and session; decoding a frozen part again is the same', () => {
+  const h = sample();
+  const frozen = FrozenHour.decode(encodePart(h));
+  assert.equal(contents(frozen), contents(h));
+  assert.equal(contents(FrozenHour.decode(frozen.encode())), contents(h));
+  assert.equal(contents(FrozenHour.decode(encodePart(new HourRollup(-5)))), contents(new HourRollup(-5)), 'an empty part, before 1970');
+});
+
+test('encode → decode keeps text UTF-8 cannot: lone surrogates, a leading BOM, NUL, long ids', () => {
+  const h = new HourRollup(T0 / H);
+  const odd = ['\ufefflead', 'lone \ud800', '\udc00x', 'nul\u0000', 'é😀', 'x'.repeat(70_000), ''];
+  odd.forEach((s) => h.add(row({ session: s || null, type: s.slice(0, 5) || 'plain' })));
+  h.add(pageload('\ud800route', 5));
+  const back = FrozenHour.decode(encodePart(h));
+  assert.equal(contents(back), contents(h));
+  const plain = new HourRollup(T0 / H);
+  plain.add(row({ session: '\ufeffonly-bom' }));
+  assert.equal(contents(FrozenHour.decode(encodePart(plain))).sessions, ['\ufeffonly-bom'], 'UTF-8 path keeps the BOM');
+});
+
+test('sessions that are all lowercase UUIDs are kept as 16 bytes each; any other id keeps them as text', () => {
+  const uuids = ['0198f3a2-7c41-7d2e-9b1a-0c5e8f7d6a43', '00000000-0000-7000-8000-000000000000', 'ffffffff-ffff-7fff-bfff-ffffffffffff'];
+  const withIds = (ids: string[]) => {
+    const h = new HourRollup(T0 / H);
+    ids.forEach((s) => h.add(row({ session: s })));
+    return h;
+  };
+  const packed = withIds(uuids);
+  assert.equal(contents(FrozenHour.decode(encodePart(packed))), contents(packed));
+  for (const odd of ['0198F3A2-7C41-7D2E-9B1A-0C5E8F7D6A43', '0198f3a27c417d2e9b1a0c5e8f7d6a43', 'plain']) {
+    const mixed = withIds([...uuids, odd]);
+    assert.equal(contents(FrozenHour.decode(encodePart(mixed))), contents(mixed), odd);
+  }
+  const many = Array.from({ length: 100 }, (_, i) => `0198f3a2-7c41-7d2e-9b1a-${String(i).padStart(12, '0')}`);
+  const saved = encodePart(withIds([...many, 'plain'])).byteLength - encodePart(withIds(many)).byteLength;
+  assert.ok(saved > 100 * 20, `saved ${saved} bytes on 100 ids`);
+});
+
+test('numbers take the smallest kind, and large counts survive', () => {
+  const h = new HourRollup(T0 / H);
+  for (let i = 0; i < 70_000; i++) h.add(pageload('/r', 5));
+  h.add(pageload('/r', 300));
+  const small = new HourRollup(T0 / H);
+  small.add(pageload('/r', 5));
+  small.add(pageload('/r', 300));
+  assert.equal(contents(FrozenHour.decode(encodePart(h))), contents(h));
+  assert.ok(encodePart(small).byteLength < 400, `${encodePart(small).byteLength} bytes for two pageloads`);
+});
+
+test('decode copies bytes out of a larger buffer (unaligned too) and refuses what is not a part', () => {
+  const bytes = encodePart(sample());
+  const big = new Uint8Array(bytes.byteLength + 3);
+  big.set(bytes, 3);
+  const part = FrozenHour.decode(big.subarray(3));
+  assert.equal(contents(part), contents(sample()));
+  assert.is.not(part.encode().buffer, big.buffer, 'does not keep the larger buffer alive');
+  assert.throws(() => FrozenHour.decode(new Uint8Array(10)), /not a rollup part/);
+  assert.throws(() => FrozenHour.decode(new Uint8Array(200)), /not a rollup part/);
+  assert.throws(() => FrozenHour.decode(bytes.slice(0, bytes.byteLength - 16)), /not a rollup part/);
+});
+
+test('merge adds a whole part: equal to one hour that took both parts\' events', () => {
+  const a = sample();
+  const b = new HourRollup(T0 / H);
+  b.add(pageload('/a', 120, { session: 's9' }));
+  b.add(row({ type: 'error', version: '1.0', session: 's1' }));
+  const merged = new HourRollup(T0 / H);
+  merged.merge(FrozenHour.decode(encodePart(a)));
+  merged.merge(b);
+  const both = sample();
+  both.add(pageload('/a', 120, { session: 's9' }));
+  both.add(row({ type: 'error', version: '1.0', session: 's1' }));
+  assert.equal(contents(merged), contents(both));
+  assert.throws(() => merged.merge(new HourRollup(0)), /hour/);
+});
+
+test('HourRollup.fromRows groups rows by hour, ascending', () => {
+  const parts = HourRollup.fromRows([row({ receivedMs: T0 + H }), row(), row({ receivedMs: T0 + 1 })]);
+  assert.equal(parts.map((p) => [p.hour, p.total]), [[T0 / H, 2], [T0 / H + 1, 1]]);
+});
+
+test('user rollups: tagged parts per hour, freeze, setPart, drop; hour and day sessions are unions', () => {
+  const u = new UserRollups();
+  const day = Math.floor(T0 / 86_400_000);
+  u.add(row({ session: 'a' }), 1);
+  u.add(row({ session: 'b', receivedMs: T0 + 10 }), 2);
+  u.add(row({ session: 'a', receivedMs: T0 + H }), 2);
+  assert.is(u.hourSessions(T0 / H), 2);
+  assert.is(u.daySessions(day), 2);
+  const frozen = u.freeze(2);
+  assert.equal(frozen.map((p) => p.hour), [T0 / H, T0 / H + 1]);
+  assert.ok(frozen.every((p) => p instanceof FrozenHour));
+  assert.throws(() => u.add(row({ receivedMs: T0 + H }), 2), /frozen/, 'a sealed part takes no events');
+  u.add(row({ session: 'c', receivedMs: T0 + 2 * H }), 3);
+  assert.is(u.daySessions(day), 3, 'the cached count follows a new event');
+  u.drop(2);
+  assert.is(u.daySessions(day), 2, 'and a dropped tag');
+  assert.equal(u.parts(2), []);
+  u.setPart(frozen[0], 2);
+  assert.is(u.hourSessions(T0 / H), 2);
+  let parts = 0;
+  u.forEachPart(-Infinity, Infinity, () => parts++);
+  assert.is(parts, 3);
+  u.remove(row({ session: 'a' }), 1);
+  u.remove(row({ session: 'c', receivedMs: T0 + 2 * H }), 3);
+  assert.equal(u.parts(1), [], 'an emptied part goes');
+  assert.throws(() => u.remove(row(), 2), /no mutable part/);
+  u.drop(2);
+  assert.ok(u.empty);
+});
+
+test('nearest ranks over gathered counts: dense and sparse values (negative, past 65.5 s) in order', () => {
+  const h1 = new HourRollup(0), h2 = new HourRollup(0);
+  const durations = [-5, 3, 3, 65_535, 65_536, 1e9, 0, 12, 40_000, -1e12, 7];
+  durations.forEach((d, i) => (i % 2 ? h1 : h2).add(pageload('/r', d, { receivedMs: 0 })));
+  const gathered = new RouteDurations();
+  gathered.add(h1.columns(), 0);
+  gathered.add(h2.columns(), 0);
+  const sorted = [...durations].sort((a, b) => a - b);
+  const ps = [0, 10, 50, 90, 95, 100];
+  assert.equal(gathered.nearestRanks(durations.length, ps), ps.map((p) => percentile(sorted, p)));
+  assert.equal(gathered.nearestRanks(durations.length, ps), ps.map((p) => percentile(sorted, p)), 'the scratch is left clean');
+  assert.equal(new RouteDurations().nearestRanks(0, [50]), [0]);
+  assert.throws(() => gathered.nearestRanks(3, [95, 50]), /ascending/);
+});
+
+test.run();
