@@ -149,9 +149,34 @@ for (const key of ['arrayBuffer', 'blob', 'clone', 'formData', 'json', 'text', '
 }
 Object.setPrototypeOf(requestPrototype, Request.prototype);
 
-/** The request's absolute URL. */
+// A Host is checked once per connection (keep-alive clients repeat it): the URL parser must accept
+// it and find in it the very host name given, so no user info, path or bad port slips into the URL.
+const CHECKED_HOST = Symbol('checkedHost');
+
+function validHost(host: string): boolean {
+  try {
+    return new URL(`http://${host}/`).hostname === host.replace(/:\d+$/, '').toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+/** The request's absolute URL; an HttpError 400 when the Host header or the target cannot make a valid one. */
 export function requestUrl(incoming: IncomingMessage, origin?: string): string {
-  return (origin ?? `http://${incoming.headers.host ?? 'localhost'}`) + (incoming.url ?? '/');
+  const target = incoming.url ?? '/';
+  if (target[0] !== '/') {
+    // The absolute form a proxy may send; anything else (`OPTIONS *`) names no resource here.
+    if (/^https?:\/\//i.test(target) && URL.canParse(target)) return new URL(target).href;
+    throw new HttpError(400, 'invalid_target', 'Invalid request target');
+  }
+  if (origin !== undefined) return origin + target;
+  const host = incoming.headers.host ?? 'localhost';
+  const socket = incoming.socket as IncomingMessage['socket'] & { [CHECKED_HOST]?: string; encrypted?: boolean };
+  if (socket[CHECKED_HOST] !== host) {
+    if (!validHost(host)) throw new HttpError(400, 'invalid_host', 'Invalid Host header');
+    socket[CHECKED_HOST] = host;
+  }
+  return `${socket.encrypted ? 'https' : 'http'}://${host}${target}`;
 }
 
 /** A lazy web Request over an IncomingMessage, for a URL from requestUrl. */
