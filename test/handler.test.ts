@@ -1,4 +1,4 @@
-// The API of SPEC 4.1–4.7 through the fetch handler, with web Requests.
+// The API (README, "API") through the fetch handler, with web Requests.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gzipSync } from 'node:zlib';
@@ -7,7 +7,7 @@ import { tempSqliteStore } from './helpers/stores.ts';
 import { createHandler } from '../lib/handler.ts';
 import { createMemoryStore } from '../lib/store/memory.ts';
 
-test('SPEC 4.1: POST /api/events with one event', async () => {
+test('POST /api/events with one event', async () => {
   const { send, as } = app();
   const res = await send('POST', '/api/events', { body: { type: 'click', userId: 'u1', data: { target: '#b' } } });
   assert.is(res.status, 200);
@@ -20,13 +20,13 @@ test('SPEC 4.1: POST /api/events with one event', async () => {
   assert.ok(e.receivedAt);
 });
 
-test('SPEC 4.1: a batch counts accepted and rejected', async () => {
+test('a batch counts accepted and rejected', async () => {
   const { send } = app();
   const res = await send('POST', '/api/events', { body: { events: [{ type: 'a' }, { nope: true }, { type: 'b' }, 'x'] } });
   assert.equal(await res.json(), { accepted: 2, rejected: 2 });
 });
 
-test('SPEC 4.1: the persisted variant answers with the stored events; /api/beacon with the counts only', async () => {
+test('the persisted variant answers with the stored events; /api/beacon with the counts only', async () => {
   const store = await tempSqliteStore();
   try {
     const { send, as } = app({ store });
@@ -47,14 +47,14 @@ test('SPEC 4.1: the persisted variant answers with the stored events; /api/beaco
   }
 });
 
-test('SPEC 7: a batch of only invalid events is still 200 with accepted 0', async () => {
+test('a batch of only invalid events is still 200 with accepted 0', async () => {
   const { send } = app();
   const res = await send('POST', '/api/events', { body: { events: [{}, { type: '' }, null] } });
   assert.is(res.status, 200);
   assert.equal(await res.json(), { accepted: 0, rejected: 3 });
 });
 
-test('SPEC 7: invalid JSON is 400 {error: "Invalid JSON"}', async () => {
+test('invalid JSON is 400 {error: "Invalid JSON"}', async () => {
   const { send } = app();
   for (const raw of ['{bad', '', 'undefined']) {
     const res = await send('POST', '/api/events', { raw, headers: { 'content-type': 'application/json' } });
@@ -81,7 +81,7 @@ test('more than 500 events, or a body over 1 MiB, is a 413', async () => {
   assert.match((await big.json()).error, /exceeds/);
 });
 
-test('SPEC 4.2: POST /api/beacon accepts text/plain bodies as sendBeacon sends them', async () => {
+test('POST /api/beacon accepts text/plain bodies as sendBeacon sends them', async () => {
   const { send, as } = app();
   const res = await send('POST', '/api/beacon', { raw: JSON.stringify({ events: [{ type: 'pageload', userId: 'u1' }] }), headers: { 'content-type': 'text/plain;charset=UTF-8' } });
   assert.is(res.status, 200);
@@ -116,7 +116,7 @@ test('unsupported content types are 415', async () => {
   assert.is(res.status, 415);
 });
 
-test('SPEC 4.3: GET /api/events needs a user (401 {error:"Unauthorized"})', async () => {
+test('GET /api/events needs a user (401 {error:"Unauthorized"})', async () => {
   const { send } = app();
   const res = await send('GET', '/api/events');
   assert.is(res.status, 401);
@@ -124,7 +124,7 @@ test('SPEC 4.3: GET /api/events needs a user (401 {error:"Unauthorized"})', asyn
   assert.is(res.headers.get('access-control-allow-origin'), '*');
 });
 
-test('SPEC 4.3: filters by type and version, limit, most recent first, scoped to the user', async () => {
+test('filters by type and version, limit, most recent first, scoped to the user', async () => {
   const { send, as } = app();
   const events = [];
   for (let i = 0; i < 150; i++) events.push({ type: i % 2 ? 'error' : 'click', deployVersion: i % 3 ? '1.0' : '2.0', id: `e${i}`, userId: 'u1' });
@@ -142,7 +142,7 @@ test('SPEC 4.3: filters by type and version, limit, most recent first, scoped to
   assert.is(bad.status, 400);
 });
 
-test('SPEC 2.3: events read back carry both camelCase and column-aligned fields', async () => {
+test('events read back carry both camelCase and column-aligned fields', async () => {
   const { send, as } = app();
   await send('POST', '/api/events', {
     body: { type: 'error', session_id: 's', app_version: '3.1', page_url: 'https://x/p', data: { message: 'm', source: 'a.js', line: 1 }, userId: 'u1', appName: 'shop', plan: 'pro' },
@@ -165,7 +165,7 @@ test('idempotent by id: a retried event is stored once but counted as accepted',
   assert.is(list.length, 1);
 });
 
-test('SPEC 4.1: DEFAULT_INGEST_OWNER_USER_ID owns events sent by nobody identified', async () => {
+test('DEFAULT_INGEST_OWNER_USER_ID owns events sent by nobody identified', async () => {
   const { send, as } = app({ defaultOwner: 'owner' });
   await send('POST', '/api/events', { body: { type: 'click', userId: 'claimed' } });
   await send('POST', '/api/events', { body: { type: 'click' }, headers: as('signed-in') });
@@ -174,7 +174,7 @@ test('SPEC 4.1: DEFAULT_INGEST_OWNER_USER_ID owns events sent by nobody identifi
   assert.is((await (await send('GET', '/api/events', { headers: as('claimed') })).json()).events.length, 0);
 });
 
-test('SPEC 5 rule 8: anonymous events appear for no user', async () => {
+test('anonymous events appear for no user', async () => {
   const { send, as } = app();
   await send('POST', '/api/events', { body: { type: 'click' } });
   for (const user of ['null', 'anonymous', 'undefined']) {
@@ -182,7 +182,7 @@ test('SPEC 5 rule 8: anonymous events appear for no user', async () => {
   }
 });
 
-test('SPEC 4.4: GET /api/stats needs a user and is computed over their events only', async () => {
+test('GET /api/stats needs a user and is computed over their events only', async () => {
   const { send, as } = app();
   assert.is((await send('GET', '/api/stats')).status, 401);
   await send('POST', '/api/events', {
@@ -204,7 +204,7 @@ test('SPEC 4.4: GET /api/stats needs a user and is computed over their events on
   for (const key of ['eventsByType', 'averageLatency', 'recentActivity', 'analytics']) assert.ok(key in s, key);
 });
 
-test('SPEC 4.6: GET /api/health', async () => {
+test('GET /api/health', async () => {
   const { send } = app();
   await send('POST', '/api/events', { body: { events: [{ type: 'a' }, { type: 'b' }] } });
   const h = await (await send('GET', '/api/health')).json();
@@ -216,7 +216,7 @@ test('SPEC 4.6: GET /api/health', async () => {
   assert.ok(Date.parse(h.timestamp) > 0);
 });
 
-test('SPEC 4.7: POST /api/users/sync upserts the signed-in user only', async () => {
+test('POST /api/users/sync upserts the signed-in user only', async () => {
   const { send, as, store } = app();
   const body = { idpUserId: 'u1', email: 'a@example.com', displayName: 'Ada' };
   assert.is((await send('POST', '/api/users/sync', { body })).status, 401);
