@@ -41,8 +41,8 @@ export interface ServeInfo {
 /** The Request a route receives: itty-router adds the path parameters of the matched pattern. */
 export type RouteRequest = Request & { params: Record<string, string> };
 
-/** A route: a Response, a JSON answer, or undefined to let the next matching route answer. */
-export type Route = (request: RouteRequest, ctx: Context, info?: ServeInfo) => Promise<Response | JsonReply | undefined>;
+/** A route: its answer is a Response, or a JSON answer the handler makes a Response of. */
+export type Route = (request: RouteRequest, ctx: Context, info?: ServeInfo) => Promise<Response | JsonReply>;
 
 export function clientAddress(ctx: Context, request: Request, info?: ServeInfo): string {
   if (ctx.trustProxy) {
