@@ -86,8 +86,10 @@ try {
         const now = results.get(`watchtower ${store}`)!;
         const then = results.get(`watchtower ${store} @${before}`)!;
         const throughput = median(now.map((r) => r.rps)) / median(then.map((r) => r.rps));
+        // The two ran one after the other in each round: their ratio per round is spared the drift between rounds.
+        const paired = median(now.map((r, i) => r.rps / then[i].rps));
         const cpu = median(then.map((r) => r.cpuUs)) / median(now.map((r) => r.cpuUs));
-        changes.push(`| ${runtime} | ${payload} | ${store} | ${throughput.toFixed(3)}× | ${cpu.toFixed(3)}× |`);
+        changes.push(`| ${runtime} | ${payload} | ${store} | ${throughput.toFixed(3)}× | ${paired.toFixed(3)}× | ${cpu.toFixed(3)}× |`);
       }
     }
   }
@@ -104,10 +106,10 @@ if (before) {
 
 \`BENCH_COMPARE=${compare} npm run bench:ingest\` (BENCH_RUNTIMES=${runtimes.join(',')}, BENCH_STORES=${stores.join(',')}) — the ingest benchmark below, with commit ${before} served too, in the same rounds: each round starts the baseline, this checkout and ${before} one after the other. ${rounds} rounds of ${seconds} s, ${connections} connections. ${machine()}.
 
-Change: this checkout against ${before}, above 1.000× when this checkout is faster. Throughput is requests/s (medians); CPU is ${before}'s server CPU per request divided by this checkout's, the steadier figure on this shared machine.
+Change: this checkout against ${before}, above 1.000× when this checkout is faster. Throughput is requests/s, as the ratio of the medians and as the median of each round's ratio; CPU is ${before}'s server CPU per request divided by this checkout's (medians), the steadier figure on this shared machine, whose load moves throughput by up to 2× between runs a few seconds apart.
 
-| runtime | payload | store | throughput vs ${before} | CPU vs ${before} |
-|---|---|---|---|---|
+| runtime | payload | store | throughput vs ${before} (medians) | throughput vs ${before} (median of per-round ratios) | CPU per request vs ${before} |
+|---|---|---|---|---|---|
 ${changes.join('\n')}
 
 ${header}
