@@ -4,6 +4,8 @@ import { createAuthenticator } from './lib/auth.ts';
 import { ConfigError, loadConfig, type Config } from './lib/config.ts';
 import { createHandler } from './lib/handler.ts';
 import { createMemoryStore } from './lib/store/memory.ts';
+import type { BunServer } from './lib/adapter/bun.ts';
+import type { FileAccess } from './lib/static.ts';
 import type { Store } from './lib/store/types.ts';
 
 declare const Deno: {
@@ -14,11 +16,7 @@ declare const Deno: {
 } | undefined;
 
 declare const Bun: {
-  serve(options: {
-    port: number;
-    hostname: string;
-    fetch: (request: Request, server: { requestIP(r: Request): { address: string } | null }) => Promise<Response>;
-  }): { port: number; stop(closeActive?: boolean): Promise<void> };
+  serve(options: { port: number; hostname: string; fetch: (request: Request, server: BunServer) => Promise<Response> }): { port: number; stop(closeActive?: boolean): Promise<void> };
 } | undefined;
 
 const isDeno = typeof Deno !== 'undefined';
@@ -61,8 +59,15 @@ const auth = createAuthenticator({
   jwksUrl: config.jwksUrl,
   authorizedParties: config.authorizedParties,
 });
+// Each runtime reads the served pages and SDK with its own file API.
+const files: FileAccess = isBun
+  ? (await import('./lib/adapter/bun.ts')).bunFiles
+  : isDeno
+    ? (await import('./lib/adapter/deno.ts')).denoFiles
+    : (await import('./lib/adapter/node.ts')).nodeFiles;
 const handler = createHandler({
   store,
+  files,
   auth,
   defaultOwner: config.defaultOwner,
   rateLimit: { rate: config.rateLimit, burst: config.rateBurst },
@@ -92,11 +97,8 @@ const describe = (port: number) =>
   `identity: ${config.issuer ? `tokens from ${config.issuer}${config.trustHeader ? ' + trusted header' : ''}` : 'development header X-IdP-User-Id, never expose this to the internet'})`;
 
 if (isBun) {
-  const server = Bun!.serve({
-    port: config.port,
-    hostname: config.host,
-    fetch: (request, bun) => handler(request, { remoteAddr: { hostname: bun.requestIP(request)?.address } }),
-  });
+  const { toBunFetch } = await import('./lib/adapter/bun.ts');
+  const server = Bun!.serve({ port: config.port, hostname: config.host, fetch: toBunFetch(handler) });
   log(describe(server.port));
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => shutdown(() => server.stop()));
 } else if (isDeno) {

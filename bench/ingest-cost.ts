@@ -55,7 +55,7 @@ async function measure(): Promise<Record<string, Record<string, number>>> {
       'envelope check': per(await cost(() => validateEvents(items, text.length), calls)),
       'normalise (ids, timestamps, the stored shape)': per(await cost(() => valid.map(norm), calls)),
       'memory store insert (dedupe by owner and id)': per(await costOfEach(Array.from({ length: calls * 2 }, () => valid.map(norm)), (batch) => store.insert(batch))),
-      'JSON of each stored event (persisted stores only: their answer carries the events, SPEC 4.1)': per(await cost(() => events.map((e) => JSON.stringify(e)), calls)),
+      'JSON of each stored event (persisted stores only: their answer carries the events)': per(await cost(() => events.map((e) => JSON.stringify(e)), calls)),
       'answer and journal text from that JSON (sqlite store)': per(await cost(() => [`{"accepted":${n},"rejected":0,"events":[${texts.join(',')}]}`, texts.map((t) => '{"e":' + t + '}\n').join('')], calls)),
     };
   }
@@ -80,7 +80,7 @@ if (isDeno || process.argv.includes('--child')) {
     'ingest-cost',
     `## Where the ingest time goes
 
-\`npm run bench:cost\` — each stage of an ingest request timed alone in one process (no sockets, no HTTP), on the payloads of the ingest benchmark; µs per event, median of 5 rounds. The baseline server's whole per-event work is the first row; every other row is work Watchtower adds. On the persisted stores each stored event is serialised once, for the answer (SPEC 4.1) and the sqlite journal alike; that costs more than parsing it did, because the stored shape carries both camelCase and column-aligned fields (SPEC 2.3). The memory store (the base behaviour) answers with the counts only. ${machine()}.
+\`npm run bench:cost\` — each stage of an ingest request timed alone in one process (no sockets, no HTTP), on the payloads of the ingest benchmark; µs per event, median of 5 rounds. The baseline server's whole per-event work is the first row; every other row is work Watchtower adds. On the persisted stores each stored event is serialised once, for the answer (README, "API") and the sqlite journal alike; that costs more than parsing it did, because the stored shape carries both camelCase and column-aligned fields (README, "Events"). The memory store (the base behaviour) answers with the counts only. ${machine()}.
 
 | stage (µs per event) | ${cols.map(([r, p]) => `${r} ${p}`).join(' | ')} |
 |---|${cols.map(() => '---').join('|')}|

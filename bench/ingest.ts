@@ -1,8 +1,11 @@
 // Ingest throughput and latency against a bare server that only parses the same JSON, same run.
 // BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_RUNTIMES (node,deno), BENCH_STORES (memory,sqlite)
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// BENCH_COMPARE=<git ref>: also serve that commit's server.ts in the same rounds, to measure a change
+// (figures go to their own section of BENCHMARKS.md, "ingest-compare").
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { DENO, machine, median, spread, start, wrk, writeSection, type Child, type WrkResult } from './lib.ts';
+import { DENO, ROOT, machine, median, spread, start, wrk, writeSection, type Child, type WrkResult } from './lib.ts';
 import { cpuMs } from './proc.ts';
 import { eventsPer, payloads } from './payloads.ts';
 
@@ -11,14 +14,24 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const runtimes = (process.env.BENCH_RUNTIMES ?? 'node,deno').split(',');
 const stores = (process.env.BENCH_STORES ?? 'memory,sqlite').split(',');
+const compare = process.env.BENCH_COMPARE;
 const tmp = mkdtempSync(tmpdir() + '/watchtower-bench-');
+
+// The compared commit's files, unpacked beside this checkout and sharing its node_modules.
+const before = compare ? execFileSync('git', ['rev-parse', '--short', compare], { cwd: ROOT, encoding: 'utf8' }).trim() : undefined;
+const beforeDir = `${tmp}/before`;
+if (before) {
+  mkdirSync(beforeDir);
+  execFileSync('sh', ['-c', 'git archive "$0" | tar -x -C "$1"', before, beforeDir], { cwd: ROOT });
+  symlinkSync(ROOT + 'node_modules', `${beforeDir}/node_modules`);
+}
 
 interface Target { name: string; baseline: boolean; launch(): Promise<Child> }
 const targets = (runtime: string): Target[] => {
-  const server = (env: Record<string, string>) =>
+  const server = (env: Record<string, string>, cwd = ROOT) =>
     runtime === 'node'
-      ? start(process.execPath, ['--import', 'tsx', 'server.ts'], env)
-      : start(DENO, ['run', '--allow-all', 'server.ts'], env);
+      ? start(process.execPath, ['--import', 'tsx', 'server.ts'], env, cwd)
+      : start(DENO, ['run', '--allow-all', 'server.ts'], env, cwd);
   const list: Target[] = [
     {
       name: 'baseline',
@@ -27,16 +40,15 @@ const targets = (runtime: string): Target[] => {
     },
   ];
   for (const store of stores) {
-    list.push({
-      name: `watchtower ${store}`,
-      baseline: false,
-      launch: () => server({ SERVICE_STORAGE: store, SERVICE_RATE_LIMIT: '0', SERVICE_P1_DB: `${tmp}/${runtime}-${store}-${Date.now()}.sqlite` }),
-    });
+    const env = () => ({ SERVICE_STORAGE: store, SERVICE_RATE_LIMIT: '0', SERVICE_P1_DB: `${tmp}/${runtime}-${store}-${Date.now()}.sqlite` });
+    list.push({ name: `watchtower ${store}`, baseline: false, launch: () => server(env()) });
+    if (before) list.push({ name: `watchtower ${store} @${before}`, baseline: false, launch: () => server(env(), beforeDir) });
   }
   return list;
 };
 
 const rows: string[] = [];
+const changes: string[] = [];
 try {
   for (const runtime of runtimes) {
     for (const [payload, body] of Object.entries(payloads) as [keyof typeof payloads, string][]) {
@@ -70,22 +82,50 @@ try {
           `| ${runtime} | ${payload} | ${name} | ${spread(rps.map((x) => x * eventsPer[payload]))} | ${spread(rps)} | ${spread(rs.map((r) => r.p50), 2)} | ${spread(rs.map((r) => r.p99), 2)} | ${rs.reduce((a, r) => a + r.errors, 0)} | ${spread(cpu)} | ${ratio(median(rps) / base)} | ${ratio(baseCpu / median(cpu))} |`,
         );
       }
+      for (const store of before ? stores : []) {
+        const now = results.get(`watchtower ${store}`)!;
+        const then = results.get(`watchtower ${store} @${before}`)!;
+        const throughput = median(now.map((r) => r.rps)) / median(then.map((r) => r.rps));
+        // The two ran one after the other in each round: their ratio per round is spared the drift between rounds.
+        const paired = median(now.map((r, i) => r.rps / then[i].rps));
+        const cpu = median(then.map((r) => r.cpuUs)) / median(now.map((r) => r.cpuUs));
+        changes.push(`| ${runtime} | ${payload} | ${store} | ${throughput.toFixed(3)}× | ${paired.toFixed(3)}× | ${cpu.toFixed(3)}× |`);
+      }
     }
   }
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }
 
-writeSection(
-  'ingest',
-  `## Ingest throughput
+const header = `| runtime | payload | server | events/s | requests/s | p50 ms | p99 ms | errors | server CPU µs/request | vs baseline (throughput) | vs baseline (CPU) |
+|---|---|---|---|---|---|---|---|---|---|---|`;
+if (before) {
+  writeSection(
+    'ingest-compare',
+    `## Ingest before and after a change
+
+\`BENCH_COMPARE=${compare} npm run bench:ingest\` (BENCH_RUNTIMES=${runtimes.join(',')}, BENCH_STORES=${stores.join(',')}) — the ingest benchmark below, with commit ${before} served too, in the same rounds: each round starts the baseline, this checkout and ${before} one after the other. ${rounds} rounds of ${seconds} s, ${connections} connections. ${machine()}.
+
+Change: this checkout against ${before}, above 1.000× when this checkout is faster. Throughput is requests/s, as the ratio of the medians and as the median of each round's ratio; CPU is ${before}'s server CPU per request divided by this checkout's (medians), the steadier figure on this shared machine, whose load moves throughput by up to 2× between runs a few seconds apart.
+
+| runtime | payload | store | throughput vs ${before} (medians) | throughput vs ${before} (median of per-round ratios) | CPU per request vs ${before} |
+|---|---|---|---|---|---|
+${changes.join('\n')}
+
+${header}
+${rows.join('\n')}`,
+  );
+} else {
+  writeSection(
+    'ingest',
+    `## Ingest throughput
 
 \`npm run bench:ingest\` — wrk (1 thread, ${connections} connections, keep-alive) from a separate process, ${seconds} s per round after a 2 s warm-up, ${rounds} rounds, each server started fresh; rate limiting off. Baseline: a bare server on the same runtime that reads the body, \`JSON.parse\`s it and answers \`{accepted, rejected}\`. Target: ≥ 0.60× the baseline. ${machine()}.
 
 Two ratios: throughput (requests/s against the baseline's) and CPU (the baseline's server CPU per request divided by ours; user + system time of the server process and all its threads, from /proc). wrk shares the machine's two cores with the server, and other work on this shared machine moves throughput from run to run; CPU per request moves much less, so it is the steadier figure of the two.
 
-| runtime | payload | server | events/s | requests/s | p50 ms | p99 ms | errors | server CPU µs/request | vs baseline (throughput) | vs baseline (CPU) |
-|---|---|---|---|---|---|---|---|---|---|---|
+${header}
 ${rows.join('\n')}`,
-);
-console.log(rows.join('\n'));
+  );
+}
+console.log([...changes, ...rows].join('\n'));

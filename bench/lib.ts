@@ -9,8 +9,8 @@ export const DENO = ROOT + 'node_modules/.bin/deno';
 
 export interface Child { url: string; child: ChildProcess; stop(): Promise<void> }
 
-export function start(cmd: string, args: string[], env: Record<string, string> = {}): Promise<Child> {
-  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function start(cmd: string, args: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<Child> {
+  const child = spawn(cmd, args, { cwd, env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 60_000);

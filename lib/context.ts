@@ -3,7 +3,8 @@ import type { Authenticator } from './auth.ts';
 import type { Hub } from './hub.ts';
 import type { Store } from './store/types.ts';
 import type { RateLimiter } from './ratelimit.ts';
-import { HttpError, unauthorized } from './http.ts';
+import type { FileAccess } from './static.ts';
+import { HttpError, unauthorized, type JsonReply } from './http.ts';
 
 export interface Context {
   store: Store;
@@ -12,6 +13,10 @@ export interface Context {
   now: () => number;
   log: (msg: string) => void;
   defaultOwner: string | null;
+  /** Where the handler is mounted: '' or a path like '/telemetry' (no trailing slash). */
+  basePath: string;
+  /** How served files are read; null serves no pages or SDK files. */
+  files: FileAccess | null;
   /** Absolute directory paths (with trailing slash) of the served pages and the built SDK. */
   pagesRoot: string;
   sdkRoot: string;
@@ -22,12 +27,22 @@ export interface Context {
   trustProxy: boolean;
 }
 
-/** What a server passes beside the Request (Deno.serve's ServeHandlerInfo shape). */
+/** What a server passes beside the Request (Deno.serve's ServeHandlerInfo shape, plus `respond`). */
 export interface ServeInfo {
+  /** The client's address, for per-client rate limiting. */
   remoteAddr?: { hostname?: string };
-  /** The server writes rawResponses itself, so lightweight Responses may be returned as they are. */
-  rawResponses?: boolean;
+  /**
+   * Makes the Response of a JSON answer; default `new Response(body, { status, headers })`. A server
+   * that writes answers itself may return a cheaper Response it recognises (the node adapter does).
+   */
+  respond?: (reply: JsonReply) => Response;
 }
+
+/** The Request a route receives: itty-router adds the path parameters of the matched pattern. */
+export type RouteRequest = Request & { params: Record<string, string> };
+
+/** A route: its answer is a Response, or a JSON answer the handler makes a Response of. */
+export type Route = (request: RouteRequest, ctx: Context, info?: ServeInfo) => Promise<Response | JsonReply>;
 
 export function clientAddress(ctx: Context, request: Request, info?: ServeInfo): string {
   if (ctx.trustProxy) {
@@ -37,7 +52,7 @@ export function clientAddress(ctx: Context, request: Request, info?: ServeInfo):
   return info?.remoteAddr?.hostname ?? 'unknown';
 }
 
-/** The signed-in user of a protected request (SPEC 5 rule 2), or a 401 / 503. */
+/** The signed-in user of a protected request, or a 401 / 503 (README, "Identity"). */
 export async function requireUser(ctx: Context, request: Request): Promise<string> {
   return (await requireIdentity(ctx, request)).userId;
 }

@@ -1,6 +1,22 @@
-// Served files: pages/ and the built SDK. The only file reads of the handler live here.
-import { readFile, stat } from 'node:fs/promises';
+// Served files: pages/ and the built SDK. This module never touches a file system: the runtime
+// adapter passes its own file access (nodeFiles, denoFiles, bunFiles), so the core runs anywhere.
 import { HttpError, CORS_HEADERS } from './http.ts';
+
+/** What is at a path, as the file access reports it. */
+export interface FileStat {
+  isFile: boolean;
+  isDirectory: boolean;
+  size: number;
+  mtimeMs: number;
+}
+
+/** How served files are read. Paths are absolute, with `/` separators. */
+export interface FileAccess {
+  /** What is at a path; null when there is nothing (or it cannot be read). */
+  stat(path: string): Promise<FileStat | null>;
+  /** A file's contents, as a Response body. */
+  readFile(path: string): Promise<BodyInit>;
+}
 
 const TYPES: Record<string, string> = {
   html: 'text/html; charset=utf-8',
@@ -15,6 +31,15 @@ const TYPES: Record<string, string> = {
   txt: 'text/plain; charset=utf-8',
   woff2: 'font/woff2',
 };
+
+/**
+ * The file path of a directory given relative to a module's `import.meta.url`, without node:url.
+ * Only file: URLs name files; on Windows the path starts with the drive letter, not a slash.
+ */
+export function modulePath(relative: string, base: string): string {
+  const path = decodeURIComponent(new URL(relative, base).pathname);
+  return /^\/[A-Za-z]:\//.test(path) ? path.slice(1) : path;
+}
 
 /**
  * Safe relative path of a URL path below a mount, or null. Segments are decoded one by one, so an
@@ -37,6 +62,8 @@ export function safeRelativePath(urlPath: string): string | null {
 }
 
 export interface StaticOptions {
+  /** How files are read. */
+  files: FileAccess;
   /** Directory served (absolute path, with a trailing slash). */
   root: string;
   cacheControl: string;
@@ -46,16 +73,19 @@ export interface StaticOptions {
 export async function serveFile(urlPath: string, request: Request, options: StaticOptions): Promise<Response | null> {
   const rel = safeRelativePath(urlPath);
   if (rel === null) throw new HttpError(400, 'bad_path', 'Invalid path');
+  const { files } = options;
   let path = options.root + rel;
-  let info = await stat(path).catch(() => null);
-  if (info?.isDirectory()) {
+  let info = await files.stat(path);
+  if (info?.isDirectory) {
     if (!urlPath.endsWith('/')) {
-      return new Response(null, { status: 301, headers: { location: urlPath + '/', ...CORS_HEADERS } });
+      // The request's own path, so the redirect is right wherever the handler is mounted.
+      const location = new URL(request.url).pathname + '/';
+      return new Response(null, { status: 301, headers: { location, ...CORS_HEADERS } });
     }
     path += (rel ? '/' : '') + 'index.html';
-    info = await stat(path).catch(() => null);
+    info = await files.stat(path);
   }
-  if (!info?.isFile()) return null;
+  if (!info?.isFile) return null;
   const etag = `W/"${info.size.toString(36)}-${Math.floor(info.mtimeMs).toString(36)}"`;
   const headers: Record<string, string> = {
     'content-type': TYPES[path.slice(path.lastIndexOf('.') + 1).toLowerCase()] ?? 'application/octet-stream',
@@ -65,6 +95,6 @@ export async function serveFile(urlPath: string, request: Request, options: Stat
     ...CORS_HEADERS,
   };
   if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers });
-  const body = request.method === 'HEAD' ? null : await readFile(path);
+  const body = request.method === 'HEAD' ? null : await files.readFile(path);
   return new Response(body, { status: 200, headers });
 }

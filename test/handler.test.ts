@@ -2,8 +2,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { gzipSync } from 'node:zlib';
-import { app, BASE } from './helpers/app.ts';
+import { app, BASE, runtimeFiles } from './helpers/app.ts';
 import { tempSqliteStore } from './helpers/stores.ts';
+import { createHandler } from '../lib/handler.ts';
+import { createMemoryStore } from '../lib/store/memory.ts';
 
 test('POST /api/events with one event', async () => {
   const { send, as } = app();
@@ -317,6 +319,44 @@ test('pages: / redirects to /landing/; /dashboard serves; traversal refused', as
   }
   const etag = landing.headers.get('etag') ?? '';
   assert.is((await send('GET', '/landing/', { headers: { 'if-none-match': etag } })).status, 304);
+});
+
+test('basePath: every route, page and the root redirect live below it; other paths are 404', async () => {
+  const { handler } = app({ basePath: '/telemetry/' });
+  const send = (method: string, path: string) => handler(new Request(BASE + path, { method }));
+  assert.is((await send('GET', '/telemetry/api/health')).status, 200);
+  assert.is((await send('GET', '/telemetry/api/x/../health')).status, 200);
+  const root = await send('GET', '/telemetry');
+  assert.is(root.status, 302);
+  assert.is(root.headers.get('location'), '/telemetry/landing/');
+  assert.is((await send('GET', '/telemetry/landing/')).status, 200);
+  assert.is((await send('GET', '/telemetry/landing')).headers.get('location'), '/telemetry/landing/');
+  assert.is((await send('PUT', '/telemetry/api/events')).status, 405);
+  assert.is((await send('OPTIONS', '/telemetry/api/events')).status, 204);
+  for (const path of ['/api/health', '/landing/', '/telemetryx/api/health', '/telemetry/api/nothing']) {
+    const res = await send('GET', path);
+    assert.is(res.status, 404, path);
+    assert.is((await res.json()).code, 'not_found', path);
+  }
+  for (const basePath of ['telemetry', '/a/:id', '/a*', '/a b']) assert.throws(() => app({ basePath }), /basePath/, basePath);
+});
+
+test('fallthrough: what the handler does not own resolves to null, what it owns is answered', async () => {
+  const handler = createHandler({ store: createMemoryStore(), files: runtimeFiles, basePath: '/telemetry', fallthrough: true, log: () => {} });
+  const send = (method: string, path: string) => handler(new Request(BASE + path, { method, headers: { 'x-idp-user-id': 'u1' } }));
+  for (const [method, path] of [['GET', '/'], ['GET', '/api/health'], ['POST', '/telemetry/api/nothing'], ['GET', '/telemetry/nope.html'], ['OPTIONS', '/other'], ['DELETE', '/telemetryx']]) {
+    assert.is(await send(method, path), null, `${method} ${path}`);
+  }
+  assert.is((await send('GET', '/telemetry/api/events'))?.status, 200);
+  assert.is((await send('PUT', '/telemetry/api/events'))?.status, 405, 'a known path with a wrong method is still answered');
+  assert.is((await send('GET', '/telemetry/api/stats'))?.status, 200);
+  assert.is((await send('GET', '/telemetry/'))?.status, 302);
+});
+
+test('without file access the handler serves the API only', async () => {
+  const { send } = app({ files: undefined });
+  assert.is((await send('GET', '/api/health')).status, 200);
+  for (const path of ['/', '/landing/', '/sdk/watchtower.js']) assert.is((await send('GET', path)).status, 404, path);
 });
 
 test('the handler works with any Request, including one with a full URL base', async () => {

@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { HttpError, toErrorResponse, toWebResponse } from '../lib/http.ts';
+import { HttpError, toErrorResponse, toResponse } from '../lib/http.ts';
 import { validateEvents } from '../lib/schema.ts';
 import {
   envelopeToEvents, isoTimestamp, MAX_ENVELOPE_ITEMS, parseDsn, parseEnvelope, sentryAnswer, sentryAuth,
@@ -97,7 +97,7 @@ test('framing errors become a 400 JSON answer through toErrorResponse, like ever
   } catch (e) {
     err = e;
   }
-  const answer = toWebResponse(toErrorResponse(err, () => assert.unreachable('not logged as a bug')));
+  const answer = toErrorResponse(err, () => assert.unreachable('not logged as a bug'));
   assert.is(answer.status, 400);
   assert.equal(await answer.json(), { error: 'The envelope header (first line) is not a JSON object', code: 'invalid_envelope' });
 });
@@ -392,11 +392,11 @@ test('parseDsn: key and project id as the SDKs read them', () => {
 // --- Answer ----------------------------------------------------------------------------------
 
 test('the answer: 200 { id } (or {}), JSON, and no Retry-After, which the SDKs would obey', async () => {
-  const answer = toWebResponse(sentryAnswer({ id: EVENT_ID }));
+  const answer = toResponse(sentryAnswer({ id: EVENT_ID }));
   assert.is(answer.status, 200);
   assert.equal(await answer.json(), { id: EVENT_ID });
   assert.is(answer.headers.get('retry-after'), null);
-  assert.equal(await toWebResponse(sentryAnswer({ id: null })).json(), {});
+  assert.equal(await toResponse(sentryAnswer({ id: null })).json(), {});
 });
 
 test.run();

@@ -181,4 +181,32 @@ test('server.ts runs on Bun too: ingest, read back, live stream, SIGTERM', async
   }
 });
 
+/** A POST to /api/events sent from a given local address (any of 127.0.0.0/8 reaches the server). */
+function postFrom(url: string, localAddress: string): Promise<number> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, localAddress, method: 'POST', path: '/api/events', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end('{"type":"click"}');
+  });
+}
+
+test('server.ts on Bun: each client address has its own rate-limit bucket, and the SDK is served', async () => {
+  const server = await startServer({ SERVICE_RATE_LIMIT: '1', SERVICE_RATE_BURST: '1' }, 20_000, [ROOT + 'node_modules/.bin/bun', ['server.ts']]);
+  try {
+    assert.is(await postFrom(server.url, '127.0.0.1'), 200);
+    assert.is(await postFrom(server.url, '127.0.0.1'), 429, 'the same client is limited');
+    // Were every Bun client one bucket (no address), this one would be limited too.
+    assert.is(await postFrom(server.url, '127.0.0.2'), 200, 'another client is not');
+    const sdk = await fetch(`${server.url}/sdk/watchtower.js`);
+    assert.is(sdk.status, 200);
+    assert.match(await sdk.text(), /watchtower/i);
+  } finally {
+    assert.is(await server.stop('SIGTERM'), 0, server.output());
+  }
+});
+
 test.run();

@@ -1,12 +1,24 @@
 // node:http ⇄ fetch handler. Thin, but built for speed the way @hono/node-server is: the web
 // Request is only materialised when a handler touches what needs it, the body is read straight
-// from the IncomingMessage, and JSON responses are written as strings, not streamed back.
+// from the IncomingMessage, and JSON answers are written as strings, not streamed back.
+import { readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { FAST_BODY } from '../body.ts';
-import { HttpError, rawResponse } from '../http.ts';
+import type { ServeInfo } from '../context.ts';
+import { HttpError, toErrorResponse, type JsonReply } from '../http.ts';
+import type { FileAccess } from '../static.ts';
 
-type FetchLike = (request: Request, info?: { remoteAddr: { hostname?: string }; rawResponses?: boolean }) => Promise<Response>;
+type FetchLike = (request: Request, info?: ServeInfo) => Promise<Response | null>;
+
+/** Served files read with node:fs (for createHandler's `files`). */
+export const nodeFiles: FileAccess = {
+  async stat(path) {
+    const info = await stat(path).catch(() => null);
+    return info && { isFile: info.isFile(), isDirectory: info.isDirectory(), size: info.size, mtimeMs: info.mtimeMs };
+  },
+  readFile: (path) => readFile(path),
+};
 
 const INCOMING = Symbol('incoming');
 const OUTGOING = Symbol('outgoing');
@@ -137,25 +149,90 @@ for (const key of ['arrayBuffer', 'blob', 'clone', 'formData', 'json', 'text', '
 }
 Object.setPrototypeOf(requestPrototype, Request.prototype);
 
-export function toRequest(incoming: IncomingMessage, outgoing: ServerResponse, origin: string): Request {
+// A Host is checked once per connection (keep-alive clients repeat it): the URL parser must accept
+// it and find in it the very host name given, so no user info, path or bad port slips into the URL.
+const CHECKED_HOST = Symbol('checkedHost');
+
+function validHost(host: string): boolean {
+  try {
+    return new URL(`http://${host}/`).hostname === host.replace(/:\d+$/, '').toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+/** The request's absolute URL; an HttpError 400 when the Host header or the target cannot make a valid one. */
+export function requestUrl(incoming: IncomingMessage, origin?: string): string {
+  const target = incoming.url ?? '/';
+  if (target[0] !== '/') {
+    // The absolute form a proxy may send; anything else (`OPTIONS *`) names no resource here.
+    if (/^https?:\/\//i.test(target) && URL.canParse(target)) return new URL(target).href;
+    throw new HttpError(400, 'invalid_target', 'Invalid request target');
+  }
+  if (origin !== undefined) return origin + target;
+  const host = incoming.headers.host ?? 'localhost';
+  const socket = incoming.socket as IncomingMessage['socket'] & { [CHECKED_HOST]?: string; encrypted?: boolean };
+  if (socket[CHECKED_HOST] !== host) {
+    if (!validHost(host)) throw new HttpError(400, 'invalid_host', 'Invalid Host header');
+    socket[CHECKED_HOST] = host;
+  }
+  return `${socket.encrypted ? 'https' : 'http'}://${host}${target}`;
+}
+
+/** A lazy web Request over an IncomingMessage, for a URL from requestUrl. */
+export function toRequest(incoming: IncomingMessage, outgoing: ServerResponse, url: string): Request {
   const self = Object.create(requestPrototype) as LazyRequest;
   self[INCOMING] = incoming;
   self[OUTGOING] = outgoing;
-  self[URL_KEY] = origin + (incoming.url ?? '/');
+  self[URL_KEY] = url;
   return self as unknown as Request;
 }
 
+// Own symbol-keyed fields rather than a WeakMap beside the object: a WeakMap entry per response
+// is more work for the garbage collector than the response itself.
+const REPLY = Symbol('reply');
+const REAL = Symbol('real');
+type Light = Response & { [REPLY]: JsonReply; [REAL]?: Response };
+
+const real = (self: Light): Response => {
+  const reply = self[REPLY];
+  return (self[REAL] ??= new Response(reply.body, { status: reply.status, headers: reply.headers }));
+};
+/**
+ * A Response (instanceof included) that materialises the real one only when something reads it.
+ * Building a web Response (its Headers and body stream) measured ~19% of a small request on Node,
+ * and writeResponse writes a JSON answer's parts directly. The listener hands the handler
+ * `respond: light` in ServeInfo, per request, rather than replacing the global Response while
+ * serving as @hono/node-server does: an embedder's own code and any other server in the process
+ * keep the real Response, and calling the handler directly gives real Responses.
+ */
+const LightResponse = function (this: Light, reply: JsonReply) {
+  this[REPLY] = reply;
+} as unknown as new (reply: JsonReply) => Response;
+const lightProto: Record<string, unknown> = {};
+for (const key of ['headers', 'body', 'bodyUsed', 'ok', 'redirected', 'statusText', 'type', 'url']) {
+  Object.defineProperty(lightProto, key, { get(this: Light) { return (real(this) as unknown as Record<string, unknown>)[key]; } });
+}
+Object.defineProperty(lightProto, 'status', { get(this: Light) { return this[REPLY].status; } });
+for (const key of ['arrayBuffer', 'blob', 'bytes', 'clone', 'formData', 'json', 'text']) {
+  Object.defineProperty(lightProto, key, { value(this: Light) { return (real(this) as unknown as Record<string, () => unknown>)[key](); } });
+}
+Object.setPrototypeOf(lightProto, Response.prototype);
+LightResponse.prototype = lightProto as unknown as Response;
+
+const light = (reply: JsonReply): Response => new LightResponse(reply);
+
 export async function writeResponse(response: Response, outgoing: ServerResponse): Promise<void> {
-  const raw = rawResponse(response);
-  if (raw !== undefined) {
+  const reply = (response as Partial<Light>)[REPLY];
+  if (reply !== undefined && (response as Light)[REAL] === undefined) {
     // A flat [name, value, …] list: copying the header object to add content-length cost more.
     const headers: string[] = [];
-    for (const name in raw.headers) headers.push(name, raw.headers[name]);
-    headers.push('content-length', String(Buffer.byteLength(raw.body)));
+    for (const name in reply.headers) headers.push(name, reply.headers[name]);
+    headers.push('content-length', String(Buffer.byteLength(reply.body)));
     // An oversized body was left unread: close the connection rather than drain it.
-    if (raw.status === 413) headers.push('connection', 'close');
-    outgoing.writeHead(raw.status, headers);
-    outgoing.end(raw.body);
+    if (reply.status === 413) headers.push('connection', 'close');
+    outgoing.writeHead(reply.status, headers);
+    outgoing.end(reply.body);
     return;
   }
   const headers: Record<string, string | string[]> = {};
@@ -202,13 +279,34 @@ export async function writeResponse(response: Response, outgoing: ServerResponse
   }
 }
 
-/** A node:http request listener serving a fetch handler. */
-export function toNodeListener(fetch: FetchLike, options: { origin?: string; onError?: (err: unknown) => void } = {}) {
+export interface NodeListenerOptions {
+  /** Origin of request URLs (e.g. 'https://telemetry.example.com'); default from the Host header, which is then checked. */
+  origin?: string;
+  /** Called with what a request could not be answered for (a bug); default console.error. */
+  onError?: (err: unknown) => void;
+}
+
+/**
+ * A node:http request listener serving a fetch handler. When the handler answers null (created
+ * with `fallthrough`), the request goes to `next` (Express's, or your own app), else a 404.
+ */
+export function toNodeListener(fetch: FetchLike, options: NodeListenerOptions = {}) {
   const onError = options.onError ?? ((err) => console.error(err));
-  return (incoming: IncomingMessage, outgoing: ServerResponse) => {
-    const origin = options.origin ?? `http://${incoming.headers.host ?? 'localhost'}`;
-    fetch(toRequest(incoming, outgoing, origin), { remoteAddr: { hostname: incoming.socket.remoteAddress }, rawResponses: true })
-      .then((response) => writeResponse(response, outgoing))
+  const log = (msg: string) => onError(new Error(msg));
+  return (incoming: IncomingMessage, outgoing: ServerResponse, next?: () => void): void => {
+    let request: Request;
+    try {
+      request = toRequest(incoming, outgoing, requestUrl(incoming, options.origin));
+    } catch (err) {
+      void writeResponse(toErrorResponse(err, log, light), outgoing);
+      return;
+    }
+    fetch(request, { remoteAddr: { hostname: incoming.socket.remoteAddress }, respond: light })
+      .then((response) => {
+        if (response) return writeResponse(response, outgoing);
+        if (next) return next();
+        return writeResponse(toErrorResponse(new HttpError(404, 'not_found', 'Not found'), log, light), outgoing);
+      })
       .catch((err) => {
         onError(err);
         if (!outgoing.headersSent) outgoing.writeHead(500, { 'content-type': 'application/json' });

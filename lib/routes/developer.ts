@@ -1,6 +1,6 @@
-// Developer endpoints (SPEC 4.8): signed-in only, scoped to the user like every other read.
+// Developer endpoints (README, "API"): signed-in only, scoped to the user like every other read.
 import { parseJson, readBody } from '../body.ts';
-import { json } from '../http.ts';
+import { json, type JsonReply } from '../http.ts';
 import { computeInsights } from '../insights.ts';
 import { evaluateQuery, parseDeveloperQuery, SCAN_LIMIT } from '../query.ts';
 import { requireIdentity, requireUser, type Context } from '../context.ts';
@@ -9,14 +9,14 @@ import { sseResponse } from './stream.ts';
 /** Insights cover this many of the user's most recent events (route latencies cover all of them). */
 export const INSIGHTS_WINDOW = 10_000;
 
-export async function developerStream(ctx: Context, request: Request): Promise<Response> {
+export async function developerStream(request: Request, ctx: Context): Promise<Response> {
   const { userId, expiresAt } = await requireIdentity(ctx, request);
   const last = request.headers.get('last-event-id') ?? new URL(request.url).searchParams.get('lastEventId');
   const lastEventId = last !== null && /^\d{1,20}$/.test(last) ? Number(last) : undefined;
   return sseResponse(ctx, { userId, ids: true, lastEventId, closeAt: expiresAt });
 }
 
-export async function insights(ctx: Context, request: Request): Promise<Response> {
+export async function insights(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   const [recent, stats] = await Promise.all([
     ctx.store.list({ userId, limit: INSIGHTS_WINDOW }),
@@ -25,7 +25,7 @@ export async function insights(ctx: Context, request: Request): Promise<Response
   return json(computeInsights(recent, stats));
 }
 
-export async function query(ctx: Context, request: Request): Promise<Response> {
+export async function query(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   const q = parseDeveloperQuery(parseJson(await readBody(request, 64 * 1024)));
   const events = await ctx.store.list({ userId, type: q.filter.type, version: q.filter.version, limit: SCAN_LIMIT });

@@ -1,18 +1,17 @@
-// POST /api/events, POST /api/beacon (SPEC 4.1, 4.2) and GET /api/events (SPEC 4.3).
+// POST /api/events, POST /api/beacon and GET /api/events (README, "API").
 import { checkContentType, parseJson, readBody } from '../body.ts';
 import { isoTime, normalise } from '../event.ts';
-import { json, jsonText } from '../http.ts';
+import { HttpError, json, jsonText, type JsonReply } from '../http.ts';
 import { resolveOwner } from '../owner.ts';
 import { batchItems, batchSentAt, parseEventsQuery, validateEvents } from '../schema.ts';
 import { clientAddress, requireUser, type Context, type ServeInfo } from '../context.ts';
-import { HttpError } from '../http.ts';
 
-/** POST /api/events: the persisted variant answers with the stored events too (SPEC 4.1). */
-export const ingest = (ctx: Context, request: Request, info?: ServeInfo) => receive(ctx, request, info, ctx.store.persisted);
-/** POST /api/beacon: sendBeacon never reads the answer, so it carries the counts only (SPEC 4.2 leaves it open). */
-export const beacon = (ctx: Context, request: Request, info?: ServeInfo) => receive(ctx, request, info, false);
+/** POST /api/events: the persisted stores answer with the stored events too. */
+export const ingest = (request: Request, ctx: Context, info?: ServeInfo) => receive(request, ctx, info, ctx.store.persisted);
+/** POST /api/beacon: sendBeacon never reads the answer, so it carries the counts only. */
+export const beacon = (request: Request, ctx: Context, info?: ServeInfo) => receive(request, ctx, info, false);
 
-async function receive(ctx: Context, request: Request, info: ServeInfo | undefined, echo: boolean): Promise<Response> {
+async function receive(request: Request, ctx: Context, info: ServeInfo | undefined, echo: boolean): Promise<JsonReply> {
   const wait = ctx.limiter.take(clientAddress(ctx, request, info), ctx.now());
   if (wait) throw new HttpError(429, 'rate_limited', 'Too many requests; retry later', { 'retry-after': String(wait) });
   checkContentType(request);
@@ -37,7 +36,7 @@ async function receive(ctx: Context, request: Request, info: ServeInfo | undefin
   return jsonText(texts ? `${counts},"events":[${texts.join(',')}]}` : counts + '}');
 }
 
-export async function listEvents(ctx: Context, request: Request): Promise<Response> {
+export async function listEvents(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   const query = parseEventsQuery(new URL(request.url).searchParams);
   return json({ events: await ctx.store.list({ userId, ...query }) });

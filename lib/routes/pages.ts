@@ -1,18 +1,22 @@
-// Served pages (SPEC 1) and the SDK under /sdk/.
+// Served pages, the page scripts under /assets/ and the SDK under /sdk/ (README, "Pages").
 import { CORS_HEADERS } from '../http.ts';
 import { serveFile } from '../static.ts';
 import type { Context } from '../context.ts';
 
-export async function pages(ctx: Context, request: Request): Promise<Response | undefined> {
-  const path = new URL(request.url).pathname;
-  if (path === '/') return new Response(null, { status: 302, headers: { location: '/landing/', ...CORS_HEADERS } });
+/** A GET or HEAD for `path` (below the base path) that no API route took; undefined when no file is there. */
+export async function pages(ctx: Context, request: Request, path: string): Promise<Response | undefined> {
+  const files = ctx.files;
+  if (!files || path.startsWith('/api/')) return undefined;
+  if (path === '' || path === '/') {
+    return new Response(null, { status: 302, headers: { location: `${ctx.basePath}/landing/`, ...CORS_HEADERS } });
+  }
   if (path.startsWith('/sdk/')) {
-    return (await serveFile(path.slice(4), request, { root: ctx.sdkRoot, cacheControl: 'public, max-age=300' })) ?? undefined;
+    return (await serveFile(path.slice(4), request, { files, root: ctx.sdkRoot, cacheControl: 'public, max-age=300' })) ?? undefined;
   }
   if (path.startsWith('/assets/')) {
-    return (await serveFile(path.slice(7), request, { root: ctx.assetsRoot, cacheControl: 'no-cache' })) ?? undefined;
+    return (await serveFile(path.slice(7), request, { files, root: ctx.assetsRoot, cacheControl: 'no-cache' })) ?? undefined;
   }
-  // The dashboard lives at /dashboard (SPEC 1), without the trailing slash of the other pages.
+  // The dashboard lives at /dashboard, without the trailing slash of the other pages.
   const file = path === '/dashboard' ? '/dashboard/' : path;
-  return (await serveFile(file, request, { root: ctx.pagesRoot, cacheControl: 'no-cache' })) ?? undefined;
+  return (await serveFile(file, request, { files, root: ctx.pagesRoot, cacheControl: 'no-cache' })) ?? undefined;
 }

@@ -1,16 +1,16 @@
-// GET /api/stats (SPEC 4.4), GET /api/health (SPEC 4.6), POST /api/users/sync (SPEC 4.7).
+// GET /api/stats, GET /api/health and POST /api/users/sync (README, "API").
 import { parseJson, readBody } from '../body.ts';
 import { KNOWN_EVENT_TYPES } from '../event.ts';
-import { HttpError, json } from '../http.ts';
+import { HttpError, json, type JsonReply } from '../http.ts';
 import { parseUserSync } from '../schema.ts';
 import { requireUser, type Context } from '../context.ts';
 
-export async function stats(ctx: Context, request: Request): Promise<Response> {
+export async function stats(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   return json(await ctx.store.stats(userId, ctx.now()));
 }
 
-export async function health(ctx: Context): Promise<Response> {
+export async function health(_request: Request, ctx: Context): Promise<JsonReply> {
   const store = await ctx.store.health();
   return json({
     status: 'ok',
@@ -21,7 +21,7 @@ export async function health(ctx: Context): Promise<Response> {
   });
 }
 
-export async function syncUser(ctx: Context, request: Request): Promise<Response> {
+export async function syncUser(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   const body = parseUserSync(parseJson(await readBody(request, 64 * 1024)));
   if (body.idpUserId !== userId) {

@@ -1,4 +1,4 @@
-// GET /api/events/stream (SPEC 4.5): open, but scoped to whoever the subscriber is (DESIGN.md).
+// GET /api/events/stream: open, but scoped to whoever the subscriber is (README, "API").
 import { CORS_HEADERS, HttpError } from '../http.ts';
 import type { Context } from '../context.ts';
 import type { Subscription } from '../hub.ts';
@@ -19,7 +19,7 @@ export function sseResponse(ctx: Context, subscription: Subscription): Response 
   return new Response(body, { status: 200, headers: SSE_HEADERS });
 }
 
-export async function eventStream(ctx: Context, request: Request): Promise<Response> {
+export async function eventStream(request: Request, ctx: Context): Promise<Response> {
   // Identified subscribers get their own events; anyone else only unowned events.
   const { userId, expiresAt } = await ctx.auth.resolve(request);
   return sseResponse(ctx, { userId, closeAt: userId ? expiresAt : undefined });

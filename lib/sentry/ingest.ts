@@ -1,6 +1,6 @@
 // What a Sentry envelope or /store/ body yields for ingestion, and the answer SDKs expect (docs/sentry.md).
 import { isPlainObject, type RawEvent } from '../event.ts';
-import { json } from '../http.ts';
+import { json, type JsonReply } from '../http.ts';
 import { jsonObject, type Envelope } from './envelope.ts';
 import { SentryProtocolError } from './error.ts';
 import { sentryEventId, sentryEventToRaw, userReportToRaw } from './map.ts';
@@ -74,7 +74,7 @@ export function storeBodyToEvents(bytes: Uint8Array): SentryIngest {
  * when the envelope held no event, sessions for example), without `Retry-After`: the SDKs read that
  * header on every answer and would pause sending.
  */
-export function sentryAnswer(ingest: Pick<SentryIngest, 'id'>): Response {
+export function sentryAnswer(ingest: Pick<SentryIngest, 'id'>): JsonReply {
   return json(ingest.id ? { id: ingest.id } : {});
 }
 

@@ -1,12 +1,19 @@
 // Builds a handler on a memory store and sends it web Requests, as any embedding server would.
 import { createHandler, type HandlerDeps } from '../../lib/handler.ts';
 import { createMemoryStore } from '../../lib/store/memory.ts';
+import { nodeFiles } from '../../lib/adapter/node.ts';
+import { denoFiles } from '../../lib/adapter/deno.ts';
+import type { FileAccess } from '../../lib/static.ts';
+
+declare const Deno: unknown;
+/** The file access of the runtime running the tests, as server.ts picks it. */
+export const runtimeFiles: FileAccess = typeof Deno !== 'undefined' ? denoFiles : nodeFiles;
 
 export const BASE = 'http://watchtower.test';
 
-export function app(deps: Partial<HandlerDeps> = {}) {
+export function app(deps: Partial<HandlerDeps> & { fallthrough?: false } = {}) {
   const store = deps.store ?? createMemoryStore();
-  const handler = createHandler({ log: () => {}, ...deps, store });
+  const handler = createHandler({ log: () => {}, files: runtimeFiles, ...deps, store });
   const send = (method: string, path: string, init: { body?: unknown; headers?: Record<string, string>; raw?: BodyInit } = {}) => {
     const headers: Record<string, string> = { ...init.headers };
     let body: BodyInit | undefined = init.raw;

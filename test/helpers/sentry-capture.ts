@@ -3,7 +3,7 @@
 // reader (gzip included) and runs it through the Sentry protocol layer, as the real endpoint will.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { readBody } from '../../lib/body.ts';
-import { toErrorResponse, toWebResponse } from '../../lib/http.ts';
+import { toErrorResponse, toResponse } from '../../lib/http.ts';
 import { envelopeToEvents, parseEnvelope, sentryAnswer, sentryAuth, type Envelope, type SentryAuth, type SentryIngest } from '../../lib/sentry/mod.ts';
 
 export interface CapturedRequest {
@@ -53,14 +53,14 @@ export async function startSentryCapture(): Promise<SentryCapture> {
       captured.envelope = parseEnvelope(captured.bytes);
       captured.auth = sentryAuth(request, projectId, captured.envelope.header);
       captured.ingest = envelopeToEvents(captured.envelope);
-      response = sentryAnswer(captured.ingest);
+      response = toResponse(sentryAnswer(captured.ingest));
     } catch (err) {
       captured.error = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
       response = toErrorResponse(err, () => {});
     }
     captured.status = response.status;
     requests.push(captured);
-    const answer = toWebResponse(response);
+    const answer = response;
     res.writeHead(answer.status, { ...cors, 'content-type': answer.headers.get('content-type') ?? 'application/json' });
     res.end(await answer.text());
   });
