@@ -21,7 +21,7 @@ declare const Deno: { execPath(): string } | undefined;
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
 const denoJson = JSON.parse(readFileSync(join(ROOT, 'deno.json'), 'utf8'));
 /** Entry points every runtime offers (package.json's exports minus ./package.json). */
-const ENTRY_POINTS = ['.', './sqlite', './postgres', './node', './sdk', './sdk/vitals'];
+const ENTRY_POINTS = ['.', './sqlite', './postgres', './node', './deno', './bun', './sdk', './sdk/vitals'];
 
 interface Run {
   code: number | null;
@@ -64,7 +64,7 @@ const asUser = { headers: { 'x-idp-user-id': 'user_1' } };
 const json = (base, path, init) => fetch(base + path, init).then(async (r) => ({ status: r.status, body: await r.json() }));
 const text = (base, path) => fetch(base + path).then(async (r) => ({ status: r.status, type: r.headers.get('content-type'), text: await r.text() }));
 
-const memory = await serve(createHandler({ store: createMemoryStore() }), async (base) => ({
+const memory = await serve(createHandler({ store: createMemoryStore(), files }), async (base) => ({
   ingest: await json(base, '/api/events', post),
   read: await json(base, '/api/events', asUser),
   sdk: await text(base, '/sdk/watchtower.js'),
@@ -84,7 +84,7 @@ console.log(JSON.stringify({ memory, sqlite: { ingest, read } }));
 const NODE_CONSUMER = `
 import { createServer } from 'node:http';
 import { createHandler, createMemoryStore } from 'watchtower';
-import { toNodeListener } from 'watchtower/node';
+import { nodeFiles as files, toNodeListener } from 'watchtower/node';
 import { openSqliteStore } from 'watchtower/sqlite';
 
 const dir = process.argv[2];
@@ -103,6 +103,7 @@ ${CHECKS}`;
 const DENO_CONSUMER = `
 import { createHandler, createMemoryStore } from '${denoJson.name}';
 import { openSqliteStore } from '${denoJson.name}/sqlite';
+import { denoFiles as files } from '${denoJson.name}/deno';
 
 const dir = Deno.args[0];
 async function serve(handler, fn) {
@@ -131,7 +132,8 @@ function assertConsumer(stdout: string, runtime: string) {
   assert.is(memory.ingest.body.accepted, 1);
   assert.is(memory.read.body.events?.length, 1, `${runtime}: memory read back`);
   assert.is(memory.read.body.events![0].data.name, 'packaged');
-  // The SDK and the pages ship in the package, where the handler's default roots find them.
+  // The SDK and the pages ship in the package, where the handler's default roots find them, read
+  // through the file access of the runtime's adapter.
   assert.is(memory.sdk.status, 200, `${runtime}: /sdk/watchtower.js`);
   assert.match(memory.sdk.type, /javascript/);
   assert.match(memory.sdk.text, /Watchtower/);
@@ -288,7 +290,7 @@ export const wrong: number = handler;
     const result = await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: app() });
     const errors = result.stdout.split('\n').filter((line) => line.includes('error TS'));
     assert.is(errors.length, 1, `expected only the deliberate error:\n${result.stdout}`);
-    assert.match(errors[0], /^typed\.ts\(\d+,\d+\): error TS2322: Type 'FetchHandler' is not assignable to type 'number'/);
+    assert.match(errors[0], /^typed\.ts\(\d+,\d+\): error TS2322: Type 'FetchHandler(<Response>)?' is not assignable to type 'number'/);
   });
 
   if (existsSync(BUN)) {
