@@ -95,7 +95,9 @@ export function normalise(raw: RawEvent, ctx: NormaliseContext): StoredEvent {
     severity: first(raw.severity) ?? (raw.type === 'error' ? 'critical' : null),
     data,
   };
-  for (const key in raw) if (!MAPPED.has(key) && Object.hasOwn(raw, key)) event[key] = raw[key];
+  // A field named __proto__ (JSON.parse makes it an own property) would set the prototype of the
+  // stored event if assigned: it is dropped.
+  for (const key in raw) if (!MAPPED.has(key) && key !== '__proto__' && Object.hasOwn(raw, key)) event[key] = raw[key];
   return event;
 }
 

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { clientTimestamp, normalise, uuidv7 } from '../lib/event.ts';
+import { clientTimestamp, normalise, uuidv7, type RawEvent } from '../lib/event.ts';
 
 const now = Date.parse('2026-05-16T12:00:00.000Z');
 
@@ -101,6 +101,15 @@ test('normalise: the owner is what the caller resolved, not the payload', () => 
 test('uuidv7: ids sort by time', () => {
   assert.ok(uuidv7(1000) < uuidv7(2000));
   assert.is(uuidv7(0).slice(0, 13), '00000000-0000');
+});
+
+test('normalise: a custom field named __proto__ is dropped and cannot change the stored event', () => {
+  const raw = JSON.parse('{"type":"custom","__proto__":{"polluted":true},"kept":1}') as RawEvent;
+  const e = normalise(raw, { now: 0, owner: null });
+  assert.is(Object.getPrototypeOf(e), Object.prototype);
+  assert.is((e as Record<string, unknown>).polluted, undefined);
+  assert.is(e.kept, 1);
+  assert.not.ok(Object.hasOwn(e, '__proto__'));
 });
 
 test.run();

@@ -73,7 +73,12 @@ test('envelope: the hand-written check agrees with the valibot schema on any inp
     fc.property(fc.oneof(event, fc.anything({ maxDepth: 1 })), (item) => {
       const ok = v.safeParse(EventEnvelope, item).success;
       assert.is(isEnvelope(item), ok, JSON.stringify(item));
-      if (ok) assert.equal(validateEvents([item], 10).valid[0], v.parse(EventEnvelope, item), 'same output: type trimmed, custom fields kept');
+      // valibot assigns each key of its output, so an own `__proto__` field (fast-check makes them,
+      // as JSON.parse does) sets the output's prototype there; the hot path keeps the object parsed,
+      // and normalise() drops that field (test/event.test.ts).
+      if (ok && !Object.hasOwn(item as object, '__proto__')) {
+        assert.equal(validateEvents([item], 10).valid[0], v.parse(EventEnvelope, item), 'same output: type trimmed, custom fields kept');
+      }
     }),
     { numRuns: 3000 },
   );

@@ -24,10 +24,11 @@ async function ingestUntilKilled(s: RunningServer, run: number, killAfterMs: num
   let stop = false;
   let ok = 0;
   const worker = async (w: number) => {
-    const user = `crash-r${run}-w${w}`;
-    const mine = acked.get(user) ?? new Set<string>();
-    acked.set(user, mine);
     for (let seq = 0; !stop; seq++) {
+      // A new user every 200 requests: the check reads each user's events in one page of 1000.
+      const user = `crash-r${run}-w${w}-${Math.floor(seq / 200)}`;
+      const mine = acked.get(user) ?? new Set<string>();
+      acked.set(user, mine);
       const ids = [`${user}-${seq}-a`, `${user}-${seq}-b`];
       try {
         const res = await fetch(`${s.url}/api/events`, {

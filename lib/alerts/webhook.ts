@@ -1,0 +1,76 @@
+// Webhook delivery, one attempt: a signed JSON POST. Retries are delivery.ts's.
+//
+// Verifying a delivery (receivers): compute HMAC-SHA256 of the raw request body, exactly as received
+// (before any JSON parsing), with the rule's secret as the key; hex-encode it; compare it in constant
+// time with the part of `X-Watchtower-Signature` after `sha256=`. `X-Watchtower-Delivery` is the
+// notification id, the same on every retry: a receiver that has seen it may drop the duplicate.
+// For example, in Node:
+//   const expected = 'sha256=' + createHmac('sha256', secret).update(rawBody).digest('hex');
+//   const ok = timingSafeEqual(Buffer.from(expected), Buffer.from(header));   // lengths equal first
+
+export const SIGNATURE_HEADER = 'X-Watchtower-Signature';
+export const DELIVERY_HEADER = 'X-Watchtower-Delivery';
+/** An attempt that has not answered within this is abandoned (and retried). */
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+
+const utf8 = new TextEncoder();
+
+async function hmacKey(secret: string, usage: 'sign' | 'verify'): Promise<CryptoKey> {
+  return crypto.subtle.importKey('raw', utf8.encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [usage]);
+}
+
+/** `sha256=<hex HMAC-SHA256 of body>`: the header value. WebCrypto, so it runs on every runtime. */
+export async function signBody(secret: string, body: string): Promise<string> {
+  const mac = new Uint8Array(await crypto.subtle.sign('HMAC', await hmacKey(secret, 'sign'), utf8.encode(body)));
+  return `sha256=${Array.from(mac, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+}
+
+/** Checks a signature header against a body (constant time, through WebCrypto's verify). */
+export async function verifySignature(secret: string, body: string | Uint8Array<ArrayBuffer>, header: string | null): Promise<boolean> {
+  const m = /^sha256=([0-9a-f]{64})$/.exec(header ?? '');
+  if (!m) return false;
+  const mac = new Uint8Array(32);
+  for (let i = 0; i < 32; i++) mac[i] = parseInt(m[1].slice(i * 2, i * 2 + 2), 16);
+  const data = typeof body === 'string' ? utf8.encode(body) : body;
+  return crypto.subtle.verify('HMAC', await hmacKey(secret, 'verify'), mac, data);
+}
+
+export interface WebhookRequest {
+  url: string;
+  secret: string;
+  /** The exact JSON text to send (message.ts webhookBody). */
+  body: string;
+  deliveryId: string;
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+}
+
+/**
+ * One POST. Resolves on a 2xx answer; throws on anything else (a non-2xx status, a network error,
+ * no answer within the timeout), with a message fit for the delivery log. Redirects are not
+ * followed: the signed body goes only to the URL the user gave.
+ */
+export async function postWebhook(req: WebhookRequest): Promise<void> {
+  const doFetch = req.fetch ?? fetch;
+  let res: Response;
+  try {
+    res = await doFetch(req.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'Watchtower-Alerts',
+        [SIGNATURE_HEADER]: await signBody(req.secret, req.body),
+        [DELIVERY_HEADER]: req.deliveryId,
+      },
+      body: req.body,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(req.timeoutMs ?? WEBHOOK_TIMEOUT_MS),
+    });
+  } catch (e) {
+    const err = e as Error;
+    throw new Error(err.name === 'TimeoutError' ? `no answer within ${req.timeoutMs ?? WEBHOOK_TIMEOUT_MS} ms` : `request failed: ${err.message}`);
+  }
+  // The answer's body is not needed; cancelling it releases the connection.
+  await res.body?.cancel().catch(() => {});
+  if (res.status < 200 || res.status > 299) throw new Error(`answered ${res.status}`);
+}

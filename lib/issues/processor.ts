@@ -1,0 +1,111 @@
+// From stored events to issues and alerts, off the ingest path. After the store has acknowledged
+// a batch, ingestion calls push(events): a filter and an append to a bounded queue, nothing else.
+// A timer drains the queue one event at a time (so two events of one issue never race on its
+// read-modify-write in this process): symbolicate, group, read the issue, applyEvent, write it,
+// and hand the transition to the alert engine. Recent errors and page loads go to the metrics
+// that the error_spike and slow_route rules read.
+import type { StoredEvent } from '../event.ts';
+import { eventFrames, groupEvent, type Grouping } from './fingerprint.ts';
+import { SourceMapCache, type SourceMapLookup, symbolicate, type SymbolicatedFrame } from './sourcemap.ts';
+import { applyEvent, type Issue, issueEventOf, issueId, type Transition } from './state.ts';
+import { unref } from './timer.ts';
+
+/** Where issues live: the coordinator's stores implement this. */
+export interface IssueStore {
+  getIssue(owner: string | null, id: string): Promise<Issue | null>;
+  putIssue(issue: Issue): Promise<void>;
+}
+
+export interface IssueProcessorOptions {
+  issues: IssueStore;
+  /** Uploaded source maps of an owner; absent: frames are grouped as reported. */
+  sourceMaps?: (owner: string | null) => SourceMapLookup;
+  /** Hears every issue change with a transition (AlertEngine.push). */
+  onTransition?: (change: { issue: Issue; transition: Transition; at: number }) => void;
+  /** Hears every event pushed, errors and page loads alike (RecentMetrics.record). */
+  onEvent?: (event: StoredEvent) => void;
+  cache?: SourceMapCache;
+  queueLimit?: number;
+  onError?: (error: unknown, event: StoredEvent) => void;
+}
+
+export const PROCESS_QUEUE_LIMIT = 50_000;
+
+export interface Processed {
+  issue: Issue;
+  transition: Transition | null;
+  grouping: Grouping;
+  frames: SymbolicatedFrame[];
+}
+
+/** One error event → its issue, updated and stored. Also usable directly (tests, a backfill). */
+export async function processError(event: StoredEvent, options: Pick<IssueProcessorOptions, 'issues' | 'sourceMaps' | 'cache'>): Promise<Processed> {
+  const reported = eventFrames(event);
+  const frames = options.sourceMaps && event.deployVersion
+    ? await symbolicate(reported, event.deployVersion, options.sourceMaps(event.user_id), { cache: options.cache })
+    : reported.map((f) => ({ ...f, context: null, minified: null }));
+  const grouping = groupEvent(event, frames);
+  const id = issueId(event.user_id, event.appName, grouping.fingerprint);
+  const current = await options.issues.getIssue(event.user_id, id);
+  const { issue, transition } = applyEvent(current, issueEventOf(event, grouping), Date.parse(event.receivedAt));
+  await options.issues.putIssue(issue);
+  return { issue, transition, grouping, frames };
+}
+
+export class IssueProcessor {
+  /** Events dropped because the queue was full, and events whose processing failed. */
+  dropped = 0;
+  failed = 0;
+  private queue: StoredEvent[] = [];
+  private draining: Promise<void> | null = null;
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private readonly cache: SourceMapCache;
+
+  constructor(private readonly options: IssueProcessorOptions) {
+    this.cache = options.cache ?? new SourceMapCache();
+  }
+
+  /** From the ingest path, after the store acknowledged: keeps errors and page loads, never waits. */
+  push(events: readonly StoredEvent[]): void {
+    const limit = this.options.queueLimit ?? PROCESS_QUEUE_LIMIT;
+    for (const e of events) {
+      if (e.type !== 'error' && e.type !== 'pageload') continue;
+      if (this.queue.length >= limit) this.dropped++;
+      else this.queue.push(e);
+    }
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  /** Processes everything queued so far; concurrent calls share one run. */
+  drain(): Promise<void> {
+    return (this.draining ??= this.run().finally(() => (this.draining = null)));
+  }
+
+  start(intervalMs = 1000): void {
+    if (this.timer) return;
+    this.timer = unref(setInterval(() => void this.drain(), intervalMs));
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private async run(): Promise<void> {
+    while (this.queue.length > 0) {
+      const event = this.queue.shift()!;
+      try {
+        this.options.onEvent?.(event);
+        if (event.type !== 'error') continue;
+        const { issue, transition } = await processError(event, { ...this.options, cache: this.cache });
+        if (transition) this.options.onTransition?.({ issue, transition, at: Date.parse(event.receivedAt) });
+      } catch (e) {
+        this.failed++;
+        this.options.onError?.(e, event);
+      }
+    }
+  }
+}

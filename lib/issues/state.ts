@@ -1,0 +1,227 @@
+// The issue: one bug, its history and what people decided about it. Pure functions over plain JSON
+// values, so every store can persist an issue as it is (one JSON document per issue).
+import { HttpError } from '../http.ts';
+import { fnv1a64 } from './hash.ts';
+import { addSession, emptySessions, type SessionCount } from './sessions.ts';
+import { isLaterVersion } from './version.ts';
+
+export type IssueStatus = 'unresolved' | 'resolved' | 'ignored';
+/** For unresolved issues: `new` until seen on two UTC days, then `ongoing`; `regressed` after a resolve was broken. */
+export type IssueSubstatus = 'new' | 'ongoing' | 'regressed';
+export type Transition = 'new' | 'regression';
+
+export interface Issue {
+  /** Stable across processes: a hash of owner, project and fingerprint (issueId). */
+  id: string;
+  fingerprint: string;
+  /** Owner (the events' `user_id`) and project (their `appName`); both may be null. */
+  owner: string | null;
+  project: string | null;
+  /** Title and culprit of the latest event, so an upload of source maps improves them. */
+  title: string;
+  culprit: string | null;
+  status: IssueStatus;
+  /** Set only while unresolved. */
+  substatus: IssueSubstatus | null;
+  /** Times are server receive times, ISO 8601. */
+  firstSeen: string;
+  lastSeen: string;
+  count: number;
+  sessions: SessionCount;
+  versions: IssueVersions;
+  /** Events per UTC day, `[YYYY-MM-DD, count]`, oldest first, the last DAILY_DAYS days that had any. */
+  daily: [string, number][];
+  lastEventId: string;
+  /** When the status last changed by hand, and who resolved it in which version. */
+  statusChangedAt: string | null;
+  resolvedAt: string | null;
+  resolvedInVersion: string | null;
+  /** The last regression, and how many there were. */
+  regressedAt: string | null;
+  regressions: number;
+}
+
+export interface IssueVersions {
+  /** Versions of the first and the latest event that carried one. */
+  first: string | null;
+  last: string | null;
+  /** Distinct versions in the order first seen, at most MAX_VERSIONS; `truncated` once more were seen. */
+  seen: string[];
+  truncated: boolean;
+}
+
+/** What the state machine needs from one grouped error event (see issueEventOf). */
+export interface IssueEvent {
+  id: string;
+  fingerprint: string;
+  title: string;
+  culprit: string | null;
+  owner: string | null;
+  project: string | null;
+  sessionId: string | null;
+  version: string | null;
+}
+
+export const DAILY_DAYS = 90;
+export const MAX_VERSIONS = 50;
+
+/** The issue id for an owner, project and fingerprint: 16 hex digits. */
+export const issueId = (owner: string | null, project: string | null, fingerprint: string): string =>
+  fnv1a64(`${owner ?? ''}\u0000${project ?? ''}\u0000${fingerprint}`);
+
+/** A stored event (lib/event.ts) and its grouping (groupEvent) → what applyEvent takes. */
+export function issueEventOf(
+  event: { id: string; user_id: string | null; appName: string | null; sessionId: string | null; deployVersion: string | null },
+  grouping: { fingerprint: string; title: string; culprit: string | null },
+): IssueEvent {
+  return {
+    id: event.id,
+    fingerprint: grouping.fingerprint,
+    title: grouping.title,
+    culprit: grouping.culprit,
+    owner: event.user_id,
+    project: event.appName,
+    sessionId: event.sessionId,
+    version: event.deployVersion,
+  };
+}
+
+/**
+ * One more event of an issue (null: the first one). `now` is the event's server receive time (ms),
+ * so an event processed late is judged by when it arrived. Transitions:
+ * - no issue yet → a new issue, `unresolved`/`new`, transition `new`;
+ * - `new` → `ongoing` once the issue has been seen on a second UTC day;
+ * - `resolved` → `unresolved`/`regressed`, transition `regression`, when the event arrived after the
+ *   resolve, or, when resolved in version X, when it comes from a version later than X
+ *   (isLaterVersion; an event without a version cannot show that and leaves the issue resolved);
+ * - `ignored` stays ignored.
+ * Counts, sessions, versions and the daily series grow in every status. Pure: returns a new issue.
+ */
+export function applyEvent(issue: Issue | null, event: IssueEvent, now: number): { issue: Issue; transition: Transition | null } {
+  const at = new Date(now).toISOString();
+  if (issue === null) {
+    const created: Issue = {
+      id: issueId(event.owner, event.project, event.fingerprint),
+      fingerprint: event.fingerprint,
+      owner: event.owner,
+      project: event.project,
+      title: event.title,
+      culprit: event.culprit,
+      status: 'unresolved',
+      substatus: 'new',
+      firstSeen: at,
+      lastSeen: at,
+      count: 1,
+      sessions: event.sessionId ? addSession(emptySessions(), event.sessionId) : emptySessions(),
+      versions: event.version ? { first: event.version, last: event.version, seen: [event.version], truncated: false } : { first: null, last: null, seen: [], truncated: false },
+      daily: [[at.slice(0, 10), 1]],
+      lastEventId: event.id,
+      statusChangedAt: null,
+      resolvedAt: null,
+      resolvedInVersion: null,
+      regressedAt: null,
+      regressions: 0,
+    };
+    return { issue: created, transition: 'new' };
+  }
+
+  const latest = at >= issue.lastSeen;
+  const next: Issue = {
+    ...issue,
+    title: latest ? event.title : issue.title,
+    culprit: latest ? event.culprit ?? issue.culprit : issue.culprit,
+    firstSeen: at < issue.firstSeen ? at : issue.firstSeen,
+    lastSeen: latest ? at : issue.lastSeen,
+    lastEventId: latest ? event.id : issue.lastEventId,
+    count: issue.count + 1,
+    sessions: event.sessionId ? addSession(issue.sessions, event.sessionId) : issue.sessions,
+    versions: event.version ? addVersion(issue.versions, event.version, latest) : issue.versions,
+    daily: addDay(issue.daily, at.slice(0, 10)),
+  };
+
+  let transition: Transition | null = null;
+  if (issue.status === 'resolved' && regresses(issue, event, now)) {
+    next.status = 'unresolved';
+    next.substatus = 'regressed';
+    next.regressedAt = at;
+    next.regressions = issue.regressions + 1;
+    next.resolvedAt = null;
+    next.resolvedInVersion = null;
+    transition = 'regression';
+  } else if (next.status === 'unresolved' && next.substatus === 'new' && seenOnTwoDays(next)) {
+    next.substatus = 'ongoing';
+  }
+  return { issue: next, transition };
+}
+
+function regresses(issue: Issue, event: IssueEvent, now: number): boolean {
+  if (issue.resolvedInVersion !== null) return event.version !== null && isLaterVersion(event.version, issue.resolvedInVersion);
+  return issue.resolvedAt === null || now > Date.parse(issue.resolvedAt);
+}
+
+const seenOnTwoDays = (i: Issue) => i.firstSeen.slice(0, 10) !== i.lastSeen.slice(0, 10);
+
+function addVersion(v: IssueVersions, version: string, latest: boolean): IssueVersions {
+  const known = v.seen.includes(version);
+  const last = latest ? version : v.last;
+  if (known || v.seen.length >= MAX_VERSIONS) {
+    const truncated = v.truncated || !known;
+    return last === v.last && truncated === v.truncated ? v : { ...v, last, truncated };
+  }
+  return { first: v.first ?? version, last, seen: [...v.seen, version], truncated: v.truncated };
+}
+
+/** Adds one event to its day, keeping the series sorted and at most DAILY_DAYS long. */
+function addDay(daily: [string, number][], day: string): [string, number][] {
+  const out = daily.map(([d, n]): [string, number] => (d === day ? [d, n + 1] : [d, n]));
+  if (!daily.some(([d]) => d === day)) {
+    out.push([day, 1]);
+    out.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  }
+  return out.length > DAILY_DAYS ? out.slice(out.length - DAILY_DAYS) : out;
+}
+
+/** An issue as the API shows it: the session sketch and hashes are internal, only the count is shown. */
+export function publicIssue(issue: Issue): Omit<Issue, 'sessions'> & { sessions: { count: number; exact: boolean } } {
+  return { ...issue, sessions: { count: issue.sessions.count, exact: issue.sessions.exact } };
+}
+
+export type StatusChange =
+  | { status: 'resolved'; resolvedInVersion?: string | null }
+  | { status: 'unresolved' }
+  | { status: 'ignored' };
+
+/**
+ * Sets the status by hand at `now` (ms). Resolving records when (and optionally in which version);
+ * reopening makes the issue `ongoing` when it was seen on two days, else `new`. Pure.
+ */
+export function setStatus(issue: Issue, change: StatusChange, now: number): Issue {
+  const at = new Date(now).toISOString();
+  const base = { ...issue, statusChangedAt: at, resolvedAt: null, resolvedInVersion: null };
+  switch (change.status) {
+    case 'resolved':
+      return { ...base, status: 'resolved', substatus: null, resolvedAt: at, resolvedInVersion: change.resolvedInVersion ?? null };
+    case 'ignored':
+      return { ...base, status: 'ignored', substatus: null };
+    case 'unresolved':
+      return { ...base, status: 'unresolved', substatus: seenOnTwoDays(issue) ? 'ongoing' : 'new' };
+  }
+}
+
+/** Reads a status change from a request body (PATCH /api/issues/:id); `400 invalid_body` naming the problem otherwise. */
+export function parseStatusChange(body: unknown): StatusChange {
+  const invalid = (why: string) => new HttpError(400, 'invalid_body', `Invalid status change: ${why}`);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('the body must be an object');
+  const b = body as Record<string, unknown>;
+  for (const key of Object.keys(b)) {
+    if (key !== 'status' && key !== 'resolvedInVersion') throw invalid(`unknown field "${key}"`);
+  }
+  if (b.status !== 'resolved' && b.status !== 'unresolved' && b.status !== 'ignored') {
+    throw invalid('"status" must be "unresolved", "resolved" or "ignored"');
+  }
+  const v = b.resolvedInVersion;
+  if (v === undefined || v === null) return { status: b.status };
+  if (b.status !== 'resolved') throw invalid('"resolvedInVersion" applies only to status "resolved"');
+  if (typeof v !== 'string' || v.trim() === '' || v.length > 64) throw invalid('"resolvedInVersion" must be a version of 1–64 characters');
+  return { status: 'resolved', resolvedInVersion: v.trim() };
+}

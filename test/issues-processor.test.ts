@@ -1,0 +1,135 @@
+// The path from stored events to issues and alerts (lib/issues/processor.ts): a real error of an
+// esbuild bundle, stored as ingestion stores it, becomes an issue grouped by its original frames
+// (through the uploaded map), and a new_issue rule's webhook receiver on 127.0.0.1 hears of it once.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { normalise, type RawEvent } from '../lib/event.ts';
+import { AlertEngine } from '../lib/alerts/engine.ts';
+import { dashboardLinks } from '../lib/alerts/message.ts';
+import { RecentMetrics } from '../lib/alerts/recent.ts';
+import { COOLDOWN_MS } from '../lib/alerts/rules.ts';
+import { MemoryIssueStore } from '../lib/issues/memory.ts';
+import { IssueProcessor, processError } from '../lib/issues/processor.ts';
+import { sourceMapNames } from '../lib/issues/sourcemap.ts';
+import { parseStack } from '../lib/issues/stack.ts';
+import { type Bundle, buildApp } from './helpers/bundle.ts';
+
+const T0 = Date.parse('2026-05-16T12:00:00.000Z');
+let app: Bundle;
+let stack = '';
+let n = 0;
+const stored = (raw: RawEvent, at = T0, owner = 'u1') => normalise(raw, { now: at, owner, newId: () => `ev${++n}` });
+
+test.before(async () => {
+  app = await buildApp('external');
+  try {
+    (await import(pathToFileURL(`${app.dir}/${app.script}`).href)).onBuyClick();
+  } catch (e) {
+    stack = (e as Error).stack ?? '';
+  }
+});
+test.after(() => app?.remove());
+
+/** Maps uploaded by u1 for release 1.0.0, under the ~/path name. */
+function uploadedMaps() {
+  const name = sourceMapNames(parseStack(stack)[0].file!)[1];
+  return (owner: string | null) => (release: string, n: string) => (owner === 'u1' && release === '1.0.0' && n === name ? app.map : null);
+}
+
+test('processError: grouped by the original frames when the release has a map, by the minified ones otherwise', async () => {
+  const issues = new MemoryIssueStore();
+  const withMap = await processError(stored({ type: 'error', message: 'Uncaught TypeError: coupon FREESHIP is not valid', deployVersion: '1.0.0', appName: 'shop', data: { stack } }), { issues, sourceMaps: uploadedMaps() });
+  assert.is(withMap.transition, 'new');
+  assert.ok(withMap.issue.culprit!.startsWith('applyCoupon ('), withMap.issue.culprit!);
+  assert.is(withMap.grouping.components[1], 'frame:applyCoupon@cart.ts');
+  assert.equal(await issues.getIssue('u1', withMap.issue.id), withMap.issue, 'stored');
+
+  const noMap = await processError(stored({ type: 'error', message: 'x', deployVersion: '0.9.0', appName: 'shop', data: { stack } }), { issues, sourceMaps: uploadedMaps() });
+  assert.is.not(noMap.issue.id, withMap.issue.id, 'minified frames group apart from the symbolicated ones');
+  assert.is(noMap.frames[0].minified, null);
+});
+
+test('IssueProcessor: events queue without waiting; draining updates issues, metrics and alerts once per new issue', async () => {
+  const received: string[] = [];
+  const hook = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      received.push(body);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+    const issues = new MemoryIssueStore();
+    const metrics = new RecentMetrics();
+    const engine = new AlertEngine({
+      rules: () => [{ id: 'r1', userId: 'u1', project: null, kind: 'new_issue', threshold: null, route: null, cooldownMs: COOLDOWN_MS, webhook: { url, secret: 'processor-test-secret' }, email: [], enabled: true, createdAt: '' }],
+      links: dashboardLinks('http://watchtower.test'),
+      now: () => T0,
+    });
+    const processor = new IssueProcessor({ issues, sourceMaps: uploadedMaps(), onTransition: (c) => engine.push(c), onEvent: (e) => metrics.record(e) });
+
+    const batch = [
+      stored({ type: 'error', message: 'Order 12 failed', appName: 'shop' }),
+      stored({ type: 'error', message: 'Order 99 failed', appName: 'shop' }, T0 + 1000),
+      stored({ type: 'pageload', route: '/checkout', appName: 'shop', data: { duration: 1200 } }),
+      stored({ type: 'click', appName: 'shop' }),
+    ];
+    processor.push(batch);
+    assert.is(processor.pending, 3, 'errors and page loads are queued, other events are not');
+    await processor.drain();
+    assert.is(processor.pending, 0);
+    assert.is(processor.failed, 0);
+
+    const [issue] = await issues.listIssues('u1');
+    assert.equal([issue.count, issue.title, issue.substatus], [2, 'Order 99 failed', 'new']);
+    assert.equal(metrics.errorCounts('u1', 'shop', T0 + 1000), { last5Minutes: 2, previousHour: 0 });
+    assert.equal(metrics.routeDurations('u1', null, T0), { '/checkout': [1200] });
+
+    await engine.tick();
+    await engine.idle();
+    assert.is(received.length, 1, 'one alert for one new issue');
+    assert.is(JSON.parse(received[0]).alerts[0].issue.id, issue.id);
+  } finally {
+    hook.closeAllConnections();
+    await new Promise((resolve) => hook.close(resolve));
+  }
+});
+
+test('IssueProcessor: the queue is bounded, and a failing store is counted without stopping the rest', async () => {
+  const issues = new MemoryIssueStore();
+  let fail = true;
+  const flaky = {
+    getIssue: (owner: string | null, id: string) => (fail ? Promise.reject(new Error('store unavailable')) : issues.getIssue(owner, id)),
+    putIssue: (issue: Parameters<MemoryIssueStore['putIssue']>[0]) => issues.putIssue(issue),
+  };
+  const errors: unknown[] = [];
+  const processor = new IssueProcessor({ issues: flaky, queueLimit: 2, onError: (e) => errors.push(e) });
+  processor.push([stored({ type: 'error', message: 'a' }), stored({ type: 'error', message: 'b' }), stored({ type: 'error', message: 'c' })]);
+  assert.is(processor.dropped, 1);
+  await processor.drain();
+  assert.is(processor.failed, 2);
+  assert.match(String(errors[0]), /store unavailable/);
+  fail = false;
+  processor.push([stored({ type: 'error', message: 'd' })]);
+  await processor.drain();
+  assert.is((await issues.listIssues('u1')).length, 1);
+});
+
+test('MemoryIssueStore: bounded per owner, least recently seen forgotten first', async () => {
+  const issues = new MemoryIssueStore(2);
+  const processed = [];
+  for (const [i, message] of ['first bug', 'second bug', 'third bug'].entries()) {
+    processed.push(await processError(stored({ type: 'error', message }, T0 + i * 1000), { issues }));
+  }
+  assert.is(await issues.getIssue('u1', processed[0].issue.id), null);
+  assert.equal((await issues.listIssues('u1')).map((i) => i.title), ['third bug', 'second bug']);
+  assert.equal(await issues.listIssues('u2'), []);
+});
+
+test.run();

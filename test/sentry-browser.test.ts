@@ -1,0 +1,167 @@
+// The real @sentry/browser SDK, unmodified, bundled with esbuild into a page that headless Chromium
+// loads from one 127.0.0.1 port, reporting to a capturing server on another port (cross-origin, as
+// in a customer's app). What it sends goes through the service's body reader and the Sentry
+// protocol layer (docs/sentry.md). Skipped without a browser, like test/sdk-browser.test.ts.
+import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Browser, Page } from 'playwright-core';
+import type { RawEvent } from '../lib/event.ts';
+import { validateEvents } from '../lib/schema.ts';
+import { ROOT } from './helpers/server.ts';
+import { capturedEvents, startSentryCapture, type SentryCapture } from './helpers/sentry-capture.ts';
+
+const CHROMIUM = process.env.WATCHTOWER_CHROMIUM || '/usr/bin/chromium';
+const KEY = 'fedcba9876543210fedcba9876543210';
+
+type Mapped = RawEvent & { data: Record<string, any> };
+
+if (!existsSync(CHROMIUM) && process.env.WATCHTOWER_REQUIRE_BROWSER !== '1') {
+  console.log(`Sentry browser SDK tests not run: no Chromium at ${CHROMIUM} (set WATCHTOWER_CHROMIUM; WATCHTOWER_REQUIRE_BROWSER=1 makes this a failure).`);
+} else {
+  register();
+}
+
+function register() {
+  let capture: SentryCapture;
+  let browser: Browser;
+  let pageServer: Server;
+  let pageOrigin = '';
+  let bundle = '';
+  let config = {};
+
+  /** 1-based line of the bundle that holds `needle`: where the browser reports the throw. */
+  const bundleLine = (needle: string) => bundle.split('\n').findIndex((l) => l.includes(needle)) + 1;
+
+  async function openPage(sdkConfig: Record<string, unknown>): Promise<Page> {
+    config = sdkConfig;
+    const page = await browser.newPage();
+    page.setDefaultTimeout(10_000);
+    await page.goto(`${pageOrigin}/app/page.html?token=SECRET#top`, { waitUntil: 'load' });
+    return page;
+  }
+
+  test.before(async () => {
+    const esbuild = await import('esbuild');
+    const built = await esbuild.build({
+      entryPoints: [ROOT + 'test/helpers/sentry-browser-page.ts'],
+      bundle: true,
+      write: false,
+      format: 'iife',
+      platform: 'browser',
+      target: 'es2020',
+      logLevel: 'silent',
+    });
+    bundle = built.outputFiles[0].text;
+    await esbuild.stop();
+    capture = await startSentryCapture();
+    pageServer = createServer((req, res) => {
+      const path = new URL(req.url ?? '/', 'http://x').pathname;
+      if (path === '/app/page.js') {
+        res.writeHead(200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-store' }).end(bundle);
+      } else if (path === '/app/page.html') {
+        const html = `<!doctype html><meta charset="utf-8"><title>Cart</title>
+<script>window.SENTRY_TEST = ${JSON.stringify(config)}</script><script src="/app/page.js"></script><h1>Cart</h1>`;
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(html);
+      } else res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
+    pageOrigin = `http://127.0.0.1:${(pageServer.address() as { port: number }).port}`;
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+      timeout: 30_000,
+    });
+  });
+
+  test.after(async () => {
+    await browser?.close().catch(() => {});
+    await capture?.close();
+    pageServer?.closeAllConnections();
+    await new Promise((resolve) => (pageServer ? pageServer.close(resolve) : resolve(undefined)));
+  });
+
+  test('captureException, an uncaught error, captureMessage and feedback arrive, authenticate and map', async () => {
+    const page = await openPage({ dsn: `http://${KEY}@${capture.origin.slice('http://'.length)}/42` });
+    const before = capture.requests.length;
+    const ids = await page.evaluate(() => {
+      const t = (window as any).sentryTest;
+      return { exception: t.captureException(), message: t.captureMessage(), feedback: t.feedback() };
+    });
+    await page.evaluate(() => (window as any).sentryTest.uncaught());
+    const events = () => capturedEvents(capture.requests.slice(before)).map((c) => c.event as Mapped);
+    await capture.waitFor(() => events().length >= 4);
+    const requests = capture.requests.slice(before);
+    for (const r of requests) {
+      assert.is(r.error, undefined);
+      assert.is(r.status, 200);
+      assert.is(r.auth?.publicKey, KEY);
+      assert.match(r.auth?.client ?? '', /^sentry\.javascript\.browser\/\d+\.\d+\.\d+$/);
+    }
+    assert.ok(requests.some((r) => r.ingest?.skipped.session), 'the SDK\'s session updates are counted as skipped');
+    const all = events();
+    const byId = (id: string) => all.find((e) => e.id === id)!;
+    const pageUrl = `${pageOrigin}/app/page.html`;
+    const bundleUrl = `${pageOrigin}/app/page.js`;
+
+    const caught = byId(ids.exception);
+    assert.is(caught.type, 'error');
+    assert.is(caught.message, 'RangeError: coupon SPRING expired');
+    assert.is(caught.severity, 'error');
+    assert.is(caught.deployVersion, 'web@3.0.0');
+    assert.is(caught.environment, 'production');
+    assert.is(caught.url, pageUrl, 'query string and fragment stripped');
+    assert.equal(caught.data.tags, { page: 'cart' });
+    assert.is(caught.data.sdk.name, 'sentry.javascript.browser');
+    assert.match(caught.data.userAgent, /Chrome/);
+    assert.is(caught.data.frames[0].function, 'applyCoupon');
+    assert.is(caught.data.frames[0].file, bundleUrl);
+    assert.is(caught.data.frames[0].line, bundleLine('expired`'));
+    assert.is(caught.data.source, bundleUrl);
+    assert.is(caught.data.line, bundleLine('expired`'));
+    assert.match(caught.data.stack.split('\n')[1], new RegExp(`^    at applyCoupon \\(${bundleUrl.replace(/[.]/g, '\\.')}:${bundleLine('expired`')}:\\d+\\)$`));
+
+    const uncaught = all.find((e) => e.message === 'Error: cart failed to render');
+    assert.ok(uncaught, JSON.stringify(all.map((e) => e.message)));
+    assert.is(uncaught!.type, 'error');
+    assert.is(uncaught!.data.handled, false, 'reported as unhandled');
+    assert.is(uncaught!.data.frames[0].function, 'renderCart');
+    assert.is(uncaught!.data.line, bundleLine('cart failed to render'));
+
+    const message = byId(ids.message);
+    assert.is(message.type, 'error');
+    assert.is(message.message, 'search index stale');
+    assert.is(message.severity, 'info');
+
+    const feedback = byId(ids.feedback);
+    assert.is(feedback.type, 'feedback');
+    assert.is(feedback.message, 'Love the new cart');
+    assert.is(feedback.data.name, 'Grace');
+    assert.is(feedback.data.email, 'grace@example.com');
+    assert.is(feedback.url, pageUrl);
+
+    assert.is(validateEvents(all, 1 << 20).rejected, 0, 'every mapped event passes the service validation');
+    await page.close();
+  });
+
+  test('through a tunnel the key comes from the envelope header\'s dsn alone', async () => {
+    const page = await openPage({
+      dsn: `http://${KEY}@${capture.origin.slice('http://'.length)}/43`,
+      tunnel: `${capture.origin}/tunnel/api/43/envelope/`,
+    });
+    const before = capture.requests.length;
+    const id = await page.evaluate(() => (window as any).sentryTest.captureException());
+    await capture.waitFor((rs) => rs.slice(before).some((r) => r.ingest?.events.some((e) => e.id === id)));
+    const r = capture.requests.slice(before).find((x) => x.ingest?.events.some((e) => e.id === id))!;
+    assert.is(r.path, '/tunnel/api/43/envelope/');
+    assert.equal(Object.keys(r.headers).filter((h) => h.includes('sentry')), [], 'no auth header');
+    assert.is(typeof r.envelope?.header.dsn, 'string');
+    assert.is(r.auth?.publicKey, KEY);
+    assert.is(r.auth?.client, null);
+    await page.close();
+  });
+
+  test.run();
+}
