@@ -5,7 +5,7 @@ import type { Context, ServeInfo } from './context.ts';
 import { createRateLimiter, type RateLimitOptions } from './ratelimit.ts';
 import { createHub, type Hub } from './hub.ts';
 import { CORS_HEADERS, HttpError, json, toErrorResponse, toWebResponse } from './http.ts';
-import { beacon, ingest, listEvents } from './routes/events.ts';
+import { beacon, exportEvents, ingest, listEvents } from './routes/events.ts';
 import { pages } from './routes/pages.ts';
 import { health, stats, syncUser } from './routes/read.ts';
 import { eventStream } from './routes/stream.ts';
@@ -70,6 +70,7 @@ export function createHandler(deps: HandlerDeps): FetchHandler {
   route('GET', '/api/events', listEvents);
   route('POST', '/api/beacon', beacon);
   route('GET', '/api/events/stream', eventStream);
+  route('GET', '/api/events/export', exportEvents);
   route('GET', '/api/stats', stats);
   route('GET', '/api/health', health);
   route('POST', '/api/users/sync', syncUser);

@@ -1,13 +1,16 @@
-// GET /api/stats (SPEC 4.4), GET /api/health (SPEC 4.6), POST /api/users/sync (SPEC 4.7).
+// GET /api/stats (SPEC 4.4; time ranges: docs/api.md#stats), GET /api/health (SPEC 4.6), POST /api/users/sync (SPEC 4.7).
 import { parseJson, readBody } from '../body.ts';
 import { KNOWN_EVENT_TYPES } from '../event.ts';
 import { HttpError, json } from '../http.ts';
-import { parseUserSync } from '../schema.ts';
+import { parseStatsQuery, parseUserSync } from '../schema.ts';
 import { requireUser, type Context } from '../context.ts';
 
 export async function stats(ctx: Context, request: Request): Promise<Response> {
   const userId = await requireUser(ctx, request);
-  return json(await ctx.store.stats(userId, ctx.now()));
+  const now = ctx.now();
+  // Without from/to/interval, undefined: the answer over every event, as it always was.
+  const range = parseStatsQuery(new URL(request.url).searchParams, now);
+  return json(await ctx.store.stats(userId, now, range));
 }
 
 export async function health(ctx: Context): Promise<Response> {
