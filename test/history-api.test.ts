@@ -161,6 +161,20 @@ test('GET /api/events/export: NDJSON, oldest first, filtered and scoped, on ever
   assert.equal([bad.status, (await bad.json()).code], [400, 'invalid_range']);
 });
 
+test('developer query: the store applies the time window, so scanned counts only events in it (until inclusive)', async () => {
+  const { send, all } = await withHistory();
+  const since = NOW - 26 * HOUR, until = NOW - HOUR;
+  const filter = { since: new Date(since).toISOString(), until: new Date(until).toISOString() };
+  const res = await send('POST', '/api/developer/query', { headers: as('h'), body: { filter, groupBy: ['type'], metrics: ['count'] } });
+  assert.is(res.status, 200);
+  const out = await res.json();
+  const inWindow = all.filter((e) => Date.parse(e.receivedAt) >= since && Date.parse(e.receivedAt) <= until);
+  assert.is(inWindow.length, 20);
+  assert.is(out.scanned, 20);
+  assert.is(out.truncated, false);
+  assert.is(out.rows.reduce((n: number, r: { count: number }) => n + r.count, 0), 20);
+});
+
 /** The memory store, with its export watched: how many batches it produced and whether it ended. */
 function watched(capacity: number) {
   const store = createMemoryStore({ capacity });
