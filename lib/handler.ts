@@ -7,7 +7,7 @@ import { createRateLimiter, type RateLimitOptions } from './ratelimit.ts';
 import { createHub, type Hub } from './hub.ts';
 import { CORS_HEADERS, HttpError, JsonReply, toErrorResponse, toResponse } from './http.ts';
 import { modulePath, type FileAccess } from './static.ts';
-import { beacon, ingest, listEvents } from './routes/events.ts';
+import { beacon, exportEvents, ingest, listEvents } from './routes/events.ts';
 import { pages } from './routes/pages.ts';
 import { health, stats, syncUser } from './routes/read.ts';
 import { eventStream } from './routes/stream.ts';
@@ -88,6 +88,7 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
     .post('/api/events', ingest)
     .post('/api/beacon', beacon)
     .get('/api/events', listEvents)
+    .get('/api/events/export', exportEvents)
     .get('/api/events/stream', eventStream)
     .get('/api/stats', stats)
     .get('/api/health', health)

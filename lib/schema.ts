@@ -2,6 +2,7 @@
 import * as v from 'valibot';
 import { HttpError } from './http.ts';
 import { isPlainObject, type RawEvent } from './event.ts';
+import { rangeProblem, type StatsRange } from './stats.ts';
 
 export const MAX_BATCH = 500;
 export const MAX_EVENT_BYTES = 64 * 1024;
@@ -103,20 +104,106 @@ const EventsQuery = v.object({
   ),
 });
 
-/** GET /api/events query parameters; a bad value is a 400 that names it. */
-export function parseEventsQuery(params: URLSearchParams): { type?: string; version?: string; limit: number } {
+/** The non-empty query parameters among `names`. */
+function present(params: URLSearchParams, names: readonly string[]): Record<string, string> {
   const input: Record<string, string> = {};
-  for (const name of ['type', 'version', 'limit']) {
+  for (const name of names) {
     const value = params.get(name);
     if (value !== null && value !== '') input[name] = value;
   }
-  const result = v.safeParse(EventsQuery, input);
+  return input;
+}
+
+/** GET /api/events query parameters (docs/api.md#list); a bad value is a 400 that names it. */
+export function parseEventsQuery(params: URLSearchParams): {
+  type?: string; version?: string; limit: number; since?: number; until?: number; before?: string;
+} {
+  const result = v.safeParse(EventsQuery, present(params, ['type', 'version', 'limit']));
   if (!result.success) {
     const name = v.getDotPath(result.issues[0]) ?? 'query';
     const hint = name === 'limit' ? `an integer from 1 to ${MAX_LIST_LIMIT}` : 'a string of at most 64 characters';
     throw new HttpError(400, 'invalid_query', `Query parameter "${name}" must be ${hint}`);
   }
-  return result.output;
+  const before = params.get('before');
+  // The cursor is opaque and the store decodes it; this only keeps absurd text away from it.
+  if (before !== null && before !== '' && !/^[\w-]{1,64}$/.test(before)) {
+    throw new HttpError(400, 'invalid_cursor', 'Query parameter "before" must be a nextCursor as it was given');
+  }
+  return { ...result.output, ...timeWindow(params), ...(before ? { before } : {}) };
+}
+
+/** GET /api/events/export query parameters (docs/api.md#export). */
+export function parseExportQuery(params: URLSearchParams): { type?: string; version?: string; since?: number; until?: number } {
+  const result = v.safeParse(ExportQuery, present(params, ['type', 'version']));
+  if (!result.success) {
+    const name = v.getDotPath(result.issues[0]) ?? 'query';
+    throw new HttpError(400, 'invalid_query', `Query parameter "${name}" must be a string of at most 64 characters`);
+  }
+  return { ...result.output, ...timeWindow(params) };
+}
+const ExportQuery = v.object({
+  type: v.optional(v.pipe(v.string(), v.maxLength(64))),
+  version: v.optional(v.pipe(v.string(), v.maxLength(64))),
+});
+
+/** `since` (inclusive) and `until` (exclusive) of a read, in ms; 400 invalid_range when wrong. */
+function timeWindow(params: URLSearchParams): { since?: number; until?: number } {
+  const { since, until } = present(params, ['since', 'until']);
+  const out: { since?: number; until?: number } = {};
+  if (since !== undefined) out.since = timeParam('since', since);
+  if (until !== undefined) out.until = timeParam('until', until);
+  if (out.since !== undefined && out.until !== undefined && out.since >= out.until) {
+    throw new HttpError(400, 'invalid_range', 'Invalid range: since must be before until');
+  }
+  return out;
+}
+
+/** GET /api/stats query parameters (docs/api.md#stats): a range, or undefined for the answer without one. */
+export function parseStatsQuery(params: URLSearchParams, now: number): StatsRange | undefined {
+  const { from, to, interval } = present(params, ['from', 'to', 'interval']);
+  if (from === undefined && to === undefined && interval === undefined) return undefined;
+  if (interval !== undefined && interval !== 'hour' && interval !== 'day') {
+    throw new HttpError(400, 'invalid_range', 'Query parameter "interval" must be hour or day');
+  }
+  const range: StatsRange = {
+    from: from === undefined ? undefined : timeParam('from', from),
+    to: to === undefined ? undefined : timeParam('to', to),
+    interval,
+  };
+  // The rules of a range are resolveRange's (lib/stats.ts); this turns its refusal into a 400.
+  const problem = rangeProblem(range, now);
+  if (problem !== null) throw new HttpError(400, 'invalid_range', `Invalid range: ${problem}`);
+  return range;
+}
+
+function timeParam(name: string, value: string): number {
+  const t = parseIsoTime(value);
+  if (t === null) {
+    throw new HttpError(400, 'invalid_range', `Query parameter "${name}" must be an ISO 8601 date or date-time (2026-05-16 or 2026-05-16T12:00:00Z)`);
+  }
+  return t;
+}
+
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2}):?(\d{2}))?)?$/i;
+
+/**
+ * A time parameter in ms: a date (midnight UTC) or a date and time with optional seconds and
+ * fraction and a `Z` or ±hh:mm offset; without one the time is UTC, never the server's zone. Every
+ * field must exist: Date.parse would turn February 30 into March 2. Null when it is none of these.
+ */
+export function parseIsoTime(text: string): number | null {
+  const m = text.length <= 40 ? ISO_TIME.exec(text) : null;
+  if (!m) return null;
+  const [year, month, day, hour = 0, minute = 0, second = 0] = [m[1], m[2], m[3], m[4], m[5], m[6]].map((x) => (x === undefined ? undefined : Number(x))) as number[];
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1];
+  if (days === undefined || day < 1 || day > days || hour > 23 || minute > 59 || second > 59) return null;
+  const offsetMinutes = m[9] === undefined ? 0 : (m[9] === '-' ? -1 : 1) * (Number(m[10]) * 60 + Number(m[11]));
+  if (m[9] !== undefined && (Number(m[10]) > 23 || Number(m[11]) > 59)) return null;
+  const date = new Date(Date.UTC(2000, month - 1, day, hour, minute, second, Number((m[7] ?? '').padEnd(3, '0').slice(0, 3))));
+  // Date.UTC reads years 0–99 as 1900–1999; the year is set apart (2000 is a leap year, like any year here with a February 29).
+  date.setUTCFullYear(year);
+  return date.getTime() - offsetMinutes * 60_000;
 }
 
 const UserSyncBody = v.object({

@@ -172,7 +172,7 @@ test('server.ts: IDP_JWT_ISSUER turns header trust off; tokens work', async () =
     await header.body?.cancel();
     const ok = await fetch(`${server.url}/api/events`, { headers: bearer(await jwks.sign({ sub: 'user_a' })) });
     assert.is(ok.status, 200);
-    assert.equal(await ok.json(), { events: [] });
+    assert.equal(await ok.json(), { events: [], nextCursor: null });
   } finally {
     await server.stop();
     await jwks.close();

@@ -74,9 +74,9 @@ async function register() {
     ];
     const stored = await store.insert(events);
     assert.equal(stored, events);
-    const read = await store.list({ userId: 'rt-user', limit: 10 });
+    const read = (await store.list({ userId: 'rt-user', limit: 10 })).events;
     assert.equal(read, [...events].reverse());
-    assert.is((await store.list({ userId: 'rt-user', limit: 10, type: 'error' }))[0].message, 'nul\u0000inside');
+    assert.is((await store.list({ userId: 'rt-user', limit: 10, type: 'error' })).events[0].message, 'nul\u0000inside');
   });
 
   test('idempotent by (owner, id): retries and in-batch duplicates are stored once; another owner may reuse the id', async () => {
@@ -88,7 +88,7 @@ async function register() {
     const mixed = await store.insert([a, ev({ id: 'dup', type: 'click' }, 'idem-b'), ev({ id: 'dup', type: 'click' }, null), ev({ id: 'new', type: 'click' }, 'idem-a')]);
     assert.equal(mixed.map((e) => `${e.user_id}:${e.id}`), ['idem-b:dup', 'null:dup', 'idem-a:new']);
     assert.equal(await store.insert([ev({ id: 'dup', type: 'click' }, null)]), [], 'unowned events are idempotent too');
-    const read = await store.list({ userId: 'idem-a', limit: 10 });
+    const read = (await store.list({ userId: 'idem-a', limit: 10 })).events;
     assert.equal(read.map((e) => e.id), ['new', 'dup']);
     assert.is(read[1].text, 'first');
   });
@@ -101,7 +101,7 @@ async function register() {
     const ids = results.flat().map((e) => e.id);
     assert.is(new Set(ids).size, ids.length, 'no id reported twice');
     assert.is(ids.length, 50, 'every id reported once');
-    const stored = await store.list({ userId: 'conc', limit: 1000 });
+    const stored = (await store.list({ userId: 'conc', limit: 1000 })).events;
     assert.is(stored.length, 50);
     // What each call got back is what was stored.
     const byId = new Map(stored.map((e) => [e.id, e.call]));
@@ -114,14 +114,14 @@ async function register() {
       ev({ id: `l-${i}`, type: i % 3 ? 'click' : 'error', deployVersion: i % 2 ? 'v2' : 'v1' }, 'list-me'));
     await store.insert(mine);
     await store.insert([ev({ id: 'l-x', type: 'error', deployVersion: 'v1' }, 'list-other'), ev({ id: 'l-y', type: 'error' }, null)]);
-    const all = await store.list({ userId: 'list-me', limit: 1000 });
+    const all = (await store.list({ userId: 'list-me', limit: 1000 })).events;
     assert.equal(all.map((e) => e.id), mine.map((e) => e.id).reverse());
-    assert.equal((await store.list({ userId: 'list-me', limit: 5 })).map((e) => e.id), ['l-29', 'l-28', 'l-27', 'l-26', 'l-25']);
-    const errorsV1 = await store.list({ userId: 'list-me', limit: 100, type: 'error', version: 'v1' });
+    assert.equal((await store.list({ userId: 'list-me', limit: 5 })).events.map((e) => e.id), ['l-29', 'l-28', 'l-27', 'l-26', 'l-25']);
+    const errorsV1 = (await store.list({ userId: 'list-me', limit: 100, type: 'error', version: 'v1' })).events;
     assert.equal(errorsV1.map((e) => e.id), mine.filter((e) => e.type === 'error' && e.deployVersion === 'v1').map((e) => e.id).reverse());
-    assert.equal(await store.list({ userId: 'list-me', limit: 0 }), []);
-    assert.equal(await store.list({ userId: 'nobody', limit: 10 }), []);
-    assert.equal(await store.list({ userId: '', limit: 10 }), [], 'unowned events appear for no user');
+    assert.equal((await store.list({ userId: 'list-me', limit: 0 })).events, []);
+    assert.equal((await store.list({ userId: 'nobody', limit: 10 })).events, []);
+    assert.equal((await store.list({ userId: '', limit: 10 })).events, [], 'unowned events appear for no user');
   });
 
   test('stats: equal to computeStats over the same events (random data, window and day boundaries)', async () => {
@@ -241,7 +241,7 @@ async function register() {
     }
     assert.ok(unavailable > 0, 'some operations failed as unavailable');
     await until(async () => (await store.list({ userId: 'loss', limit: 1000 }).catch(() => null)) !== null, 10_000);
-    const ids = (await store.list({ userId: 'loss', limit: 1000 })).map((e) => e.id);
+    const ids = (await store.list({ userId: 'loss', limit: 1000 })).events.map((e) => e.id);
     assert.ok(ids.includes('before-loss'));
     assert.is(unhandled.length, 0, `unhandled rejections: ${unhandled.join(', ')}`);
   });

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import * as v from 'valibot';
 import { HttpError } from '../lib/http.ts';
-import { batchItems, EventEnvelope, isEnvelope, MAX_BATCH, MAX_EVENT_BYTES, parseEventsQuery, parseUserSync, validateEvents } from '../lib/schema.ts';
+import { batchItems, EventEnvelope, isEnvelope, MAX_BATCH, MAX_EVENT_BYTES, parseEventsQuery, parseIsoTime, parseStatsQuery, parseUserSync, validateEvents } from '../lib/schema.ts';
 
 const check = (item: unknown) => validateEvents([item], 10).valid.length === 1;
 
@@ -131,6 +131,56 @@ test('events query: defaults, bounds and bad values', () => {
       assert.unreachable(q);
     } catch (err) {
       assert.is((err as HttpError).status, 400, q);
+    }
+  }
+});
+
+test('events query: since and until in ms, before kept as given', () => {
+  assert.equal(parseEventsQuery(new URLSearchParams('since=2026-05-16&until=2026-05-16T12:30:00.250Z&before=AQAAAAAAAAAq')), {
+    limit: 100, since: Date.parse('2026-05-16T00:00:00Z'), until: Date.parse('2026-05-16T12:30:00.250Z'), before: 'AQAAAAAAAAAq',
+  });
+  const code = (q: string) => {
+    try {
+      parseEventsQuery(new URLSearchParams(q));
+      return 'accepted';
+    } catch (err) {
+      return (err as HttpError).code;
+    }
+  };
+  assert.is(code('since=2026-05-16&until=2026-05-16'), 'invalid_range');
+  assert.is(code('until=tomorrow'), 'invalid_range');
+  assert.is(code('before=a%20b'), 'invalid_cursor');
+  assert.is(code(`before=${'a'.repeat(65)}`), 'invalid_cursor');
+});
+
+test('ISO times: every field checked, UTC without an offset, offsets honoured', () => {
+  const utc = Date.parse('2026-05-16T12:34:56.789Z');
+  for (const text of ['2026-05-16T12:34:56.789Z', '2026-05-16T12:34:56.789', '2026-05-16t12:34:56.789z', '2026-05-16T14:34:56.789+02:00', '2026-05-16T11:04:56.789-0130', '2026-05-16T12:34:56.789123Z']) {
+    assert.is(parseIsoTime(text), utc, text);
+  }
+  assert.is(parseIsoTime('2026-05-16'), Date.parse('2026-05-16T00:00:00Z'));
+  assert.is(parseIsoTime('2024-02-29T23:59'), Date.parse('2024-02-29T23:59:00Z'));
+  assert.is(parseIsoTime('0099-01-01'), Date.parse('0099-01-01T00:00:00Z'), 'a two-digit year is not 1999');
+  for (const bad of ['2026-02-30', '2025-02-29', '2026-13-01', '2026-00-10', '2026-05-16T24:00', '2026-05-16T12:60', '2026-05-16T12:00:60',
+    '2026-05-16T12:00+24:00', '2026-05-16 12:00', '16/05/2026', '1779000000000', '', `2026-05-16T12:00:00.${'1'.repeat(40)}Z`]) {
+    assert.is(parseIsoTime(bad), null, bad);
+  }
+});
+
+test('stats query: no parameters is no range; bad ranges are 400 invalid_range with the reason', () => {
+  const now = Date.parse('2026-05-16T12:00:00Z');
+  assert.is(parseStatsQuery(new URLSearchParams(''), now), undefined);
+  assert.is(parseStatsQuery(new URLSearchParams('from=&to=&interval='), now), undefined);
+  assert.equal(parseStatsQuery(new URLSearchParams('from=2026-05-15&interval=hour'), now), { from: Date.parse('2026-05-15T00:00:00Z'), to: undefined, interval: 'hour' });
+  for (const [q, reason] of [['to=2026-05-16', /needs from/], ['from=2026-05-16T12:00Z', /before to/], ['from=2026-01-01&interval=hour', /buckets/],
+    ['from=2026-05-15&interval=minute', /hour or day/], ['from=2026-5-15', /ISO 8601/]] as const) {
+    try {
+      parseStatsQuery(new URLSearchParams(q), now);
+      assert.unreachable(q);
+    } catch (err) {
+      assert.is((err as HttpError).status, 400, q);
+      assert.is((err as HttpError).code, 'invalid_range', q);
+      assert.match((err as HttpError).message, reason, q);
     }
   }
 });

@@ -60,12 +60,18 @@ async function ingestUntilKilled(s: RunningServer, run: number, killAfterMs: num
   return ok;
 }
 
+/** Every event id of the user, paging through GET /api/events with before (docs/api.md#list). */
 async function presentIds(s: RunningServer, user: string): Promise<Set<string>> {
-  const res = await fetch(`${s.url}/api/events?limit=1000`, { headers: { 'x-idp-user-id': user } });
-  assert.is(res.status, 200);
-  const { events } = (await res.json()) as { events: { id: string }[] };
-  assert.ok(events.length < 1000, 'the check must see every event of the user');
-  return new Set(events.map((e) => e.id));
+  const ids = new Set<string>();
+  let before = '';
+  for (;;) {
+    const res = await fetch(`${s.url}/api/events?limit=1000${before && `&before=${before}`}`, { headers: { 'x-idp-user-id': user } });
+    assert.is(res.status, 200);
+    const { events, nextCursor } = (await res.json()) as { events: { id: string }[]; nextCursor: string | null };
+    for (const e of events) ids.add(e.id);
+    if (nextCursor === null) return ids;
+    before = nextCursor;
+  }
 }
 
 test(`kill -9 at a random moment, ${RUNS} times: every acknowledged event id is present after restart`, async () => {

@@ -61,7 +61,7 @@ if (childPath) {
       assert.ok(ids.length > 0, `run ${run}: the child acknowledged something`);
       acked.push(...ids);
       const store = await openSqliteStore({ path, retentionDays: 0, log: () => {} });
-      const present = new Set((await store.list({ userId: 'kill', limit: 1_000_000 })).map((e) => e.id));
+      const present = new Set((await store.list({ userId: 'kill', limit: 1_000_000 })).events.map((e) => e.id));
       const missing = acked.filter((id) => !present.has(id));
       assert.equal(missing, [], `run ${run}: ${missing.length} of ${acked.length} acknowledged ids lost`);
       assert.is((await store.health()).eventCount, present.size);

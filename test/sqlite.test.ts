@@ -56,7 +56,7 @@ async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
   }
 }
 const segments = (dir: string) => readdirSync(dir).filter((f) => f.includes('.journal.')).sort();
-const all = (s: Store, userId = 'u') => s.list({ userId, limit: 100_000 });
+const all = async (s: Store, userId = 'u') => (await s.list({ userId, limit: 100_000 })).events;
 
 // A table of 4,000-byte blobs, each filled with its row number mod 251: large enough for the file to
 // pass 1 MiB and grow in place, and checkable row by row after any copy.
@@ -391,7 +391,7 @@ test('a snapshot does not hold up acknowledgements: inserts sent while the worke
   const read = store.list({ userId: 'u', limit: 1 }).then((r) => {
     answered = true;
     order.push('read answered');
-    return r;
+    return r.events;
   });
   const during: StoredEvent[] = [];
   while (!answered && during.length < 10_000) {
@@ -406,7 +406,7 @@ test('a snapshot does not hold up acknowledgements: inserts sent while the worke
   assert.ok(order.indexOf('snapshot written') > readAt, 'the file is written after the export');
   // The read reflects what was acknowledged before it was sent, not the inserts behind it.
   assert.equal((await read).map((e) => e.id), ['after-rotation']);
-  assert.equal((await store.list({ userId: 'u', limit: 1 })).map((e) => e.id), [during[during.length - 1].id]);
+  assert.equal((await store.list({ userId: 'u', limit: 1 })).events.map((e) => e.id), [during[during.length - 1].id]);
   const { store: after } = await open(join(crashCopy(dir), 'watchtower.sqlite'));
   assert.is((await after.health()).eventCount, 20_001 + during.length);
 });

@@ -7,7 +7,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats, rangeProblem, type Stats, type StatsRange } from '../lib/stats.ts';
-import type { Store } from '../lib/store/types.ts';
+import { encodeCursor } from '../lib/store/cursor.ts';
+import { InvalidCursorError, type EventFilter, type EventQuery, type ExportQuery, type Store } from '../lib/store/types.ts';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
 
@@ -58,9 +59,10 @@ function checkFixture(name: string, f: StatsFixture, s: Stats) {
 }
 
 /**
- * A store's answer as a store that does not take ranges yet gives it: those compute exact
- * percentiles of fractional durations, which the reference now gives at 1 ms (rounded, which is
- * monotonic, so rounding their answer yields the reference's). Ranged stores are compared as is.
+ * A store's answer without a range as a store without rollups gives it: those compute exact
+ * percentiles of fractional durations, which the reference gives at 1 ms (rounded, which is
+ * monotonic, so rounding their answer yields the reference's). Stores with rollups, and every
+ * store's answers within a range, are compared as they are.
  */
 const atMs = (s: Stats): Stats => ({
   ...s,
@@ -70,13 +72,49 @@ const atMs = (s: Stats): Stats => ({
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
+/** Every page of a query, following nextCursor; checks the shape of each page on the way. */
+async function allPages(store: Store, q: EventQuery, what: string): Promise<StoredEvent[]> {
+  const out: StoredEvent[] = [];
+  let before = q.before;
+  for (let pages = 0; ; pages++) {
+    assert.ok(pages < 10_000, `${what}: paging ends`);
+    const page = await store.list({ ...q, before });
+    assert.ok(page.events.length <= q.limit, `${what}: at most limit events per page`);
+    out.push(...page.events);
+    if (page.nextCursor === null) return out;
+    assert.is(page.events.length, q.limit, `${what}: a page followed by another is full`);
+    assert.type(page.nextCursor, 'string');
+    before = page.nextCursor;
+  }
+}
+
+/** Every batch of an export, checking that none is empty or larger than asked. */
+async function exported(store: Store, q: ExportQuery, what: string): Promise<StoredEvent[]> {
+  const out: StoredEvent[] = [];
+  for await (const batch of store.export(q)) {
+    assert.ok(batch.length > 0 && batch.length <= (q.batchSize ?? 1000), `${what}: batch of ${batch.length}`);
+    out.push(...batch);
+  }
+  return out;
+}
+
+/** The events of `inserted` (insertion order) that a filter selects, as the stores must. */
+const selected = (inserted: readonly StoredEvent[], f: EventFilter) =>
+  inserted.filter((e) => {
+    const t = Date.parse(e.receivedAt);
+    return e.user_id === f.userId && (f.type === undefined || e.type === f.type) &&
+      (f.version === undefined || e.deployVersion === f.version) &&
+      (f.since === undefined || t >= f.since) && (f.until === undefined || t < f.until);
+  });
+
 /**
- * Registers and runs the contract suite for one store. `statsRanges`: the store answers stats
- * within a time range (StatsRange), and the range cases run against it.
+ * Registers and runs the contract suite for one store. `rollupStats`: the store answers stats
+ * without a range from rollups, so exactly as computeStats, percentiles at 1 ms included; other
+ * stores' answers without a range are compared at 1 ms (atMs). Answers within a range are
+ * compared as they are, for every store.
  */
-export function storeContract(name: string, factory: () => Promise<Store>, options: { statsRanges?: boolean } = {}) {
-  const ranged = options.statsRanges === true;
-  const asStored = ranged ? (s: Stats) => s : atMs;
+export function storeContract(name: string, factory: () => Promise<Store>, options: { rollupStats?: boolean } = {}) {
+  const asStored = options.rollupStats === true ? (s: Stats) => s : atMs;
   const t = suite(`store contract: ${name}`);
   const opened: Store[] = [];
   const open = async () => {
@@ -100,7 +138,7 @@ export function storeContract(name: string, factory: () => Promise<Store>, optio
       ev({ id: 'rt-3', type: 'click', url: 'https://x/p?q', appName: 'demo', big: 1e21, neg: -0.000001, unicode: 'é😀' }, 'u'),
     ];
     assert.equal(await store.insert(events), events);
-    const read = await store.list({ userId: 'u', limit: 10 });
+    const read = (await store.list({ userId: 'u', limit: 10 })).events;
     assert.equal(read, [...events].reverse());
     assert.is(read[0].user_id, 'u');
     assert.is(read[2].session_id, 's');
@@ -117,7 +155,7 @@ export function storeContract(name: string, factory: () => Promise<Store>, optio
     const mixed = await store.insert([a, ev({ id: 'dup', type: 'click' }, 'ib'), ev({ id: 'dup', type: 'click' }, null), ev({ id: 'new', type: 'click' }, 'ia')]);
     assert.equal(mixed.map((e) => `${e.user_id}:${e.id}`), ['ib:dup', 'null:dup', 'ia:new']);
     assert.equal(await store.insert([ev({ id: 'dup', type: 'click' }, null)]), [], 'unowned events are idempotent too');
-    const read = await store.list({ userId: 'ia', limit: 10 });
+    const read = (await store.list({ userId: 'ia', limit: 10 })).events;
     assert.equal(read.map((e) => e.id), ['new', 'dup']);
     assert.is(read[1].text, 'first');
     assert.is((await store.health()).eventCount, 4);
@@ -130,7 +168,7 @@ export function storeContract(name: string, factory: () => Promise<Store>, optio
     await store.insert(mine.slice(0, 10));
     await store.insert(mine.slice(10));
     await store.insert([ev({ id: 'l-x', type: 'error', deployVersion: 'v1' }, 'other'), ev({ id: 'l-y', type: 'error' }, null)]);
-    const ids = (xs: StoredEvent[]) => xs.map((e) => e.id);
+    const ids = (page: { events: StoredEvent[] } | StoredEvent[]) => (Array.isArray(page) ? page : page.events).map((e) => e.id);
     assert.equal(ids(await store.list({ userId: 'me', limit: 1000 })), ids(mine).reverse());
     assert.equal(ids(await store.list({ userId: 'me', limit: 3 })), ['l-29', 'l-28', 'l-27']);
     assert.equal(ids(await store.list({ userId: 'me', limit: 100, type: 'error' })), ids(mine.filter((e) => e.type === 'error')).reverse());
@@ -139,10 +177,12 @@ export function storeContract(name: string, factory: () => Promise<Store>, optio
       ids(await store.list({ userId: 'me', limit: 2, type: 'error', version: 'v1' })),
       ids(mine.filter((e) => e.type === 'error' && e.deployVersion === 'v1')).reverse().slice(0, 2),
     );
-    assert.equal(await store.list({ userId: 'me', limit: 0 }), []);
-    assert.equal(await store.list({ userId: 'me', limit: 10, type: 'nope' }), []);
-    assert.equal(await store.list({ userId: 'nobody', limit: 10 }), []);
-    assert.equal(await store.list({ userId: '', limit: 10 }), [], 'unowned events appear for no user');
+    assert.equal(await store.list({ userId: 'me', limit: 0 }), { events: [], nextCursor: null });
+    assert.equal(await store.list({ userId: 'me', limit: 10, type: 'nope' }), { events: [], nextCursor: null });
+    assert.equal(await store.list({ userId: 'nobody', limit: 10 }), { events: [], nextCursor: null });
+    assert.equal(await store.list({ userId: '', limit: 10 }), { events: [], nextCursor: null }, 'unowned events appear for no user');
+    assert.is((await store.list({ userId: 'me', limit: 30 })).nextCursor, null, 'a page that holds the last event has no next');
+    assert.type((await store.list({ userId: 'me', limit: 29 })).nextCursor, 'string');
   });
 
   t('concurrent inserts: every call resolves with its own events, all stored', async () => {
@@ -150,9 +190,157 @@ export function storeContract(name: string, factory: () => Promise<Store>, optio
     const batches = Array.from({ length: 20 }, (_, b) => Array.from({ length: 5 }, (_, i) => ev({ id: `cc-${b}-${i}` }, 'cc')));
     const results = await Promise.all(batches.map((batch) => store.insert(batch)));
     results.forEach((r, b) => assert.equal(r, batches[b]));
-    const read = await store.list({ userId: 'cc', limit: 1000 });
+    const read = (await store.list({ userId: 'cc', limit: 1000 })).events;
     assert.is(read.length, 100);
     assert.equal(new Set(read.map((e) => e.id)).size, 100);
+  });
+
+  /**
+   * History for paging and export: user "hi"'s events in batches that share one receive time (as
+   * an ingest request's do), some a step back in time, with other owners' events in between.
+   */
+  const history = async (store: Store, seed: number) => {
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const t0 = Date.parse('2026-05-10T00:00:00.000Z');
+    const inserted: StoredEvent[] = [];
+    let t = t0;
+    for (let b = 0; b < 40; b++) {
+      // Mostly forward by up to an hour, sometimes back a little (a clock stepped back).
+      t += rand() < 0.15 ? -Math.floor(rand() * 60_000) : Math.floor(rand() * 3_600_000);
+      const batch = Array.from({ length: 1 + Math.floor(rand() * 12) }, (_, i) =>
+        ev({
+          id: `h-${b}-${i}`,
+          type: ['click', 'error', 'pageload'][Math.floor(rand() * 3)],
+          deployVersion: rand() < 0.8 ? ['v1', 'v2'][Math.floor(rand() * 2)] : undefined,
+        }, rand() < 0.85 ? 'hi' : 'other', t));
+      inserted.push(...batch);
+      await store.insert(batch);
+    }
+    return { inserted, t0, t1: t };
+  };
+
+  t('list: since inclusive and until exclusive, on the receive time', async () => {
+    const store = await open();
+    const at = Date.parse('2026-05-16T12:00:00.000Z');
+    const events = [-1, 0, 0, 1, 999, 1000, 1001].map((d, i) => ev({ id: `w-${i}` }, 'w', at + d));
+    await store.insert(events);
+    const ids = async (since?: number, until?: number) =>
+      (await store.list({ userId: 'w', limit: 100, since, until })).events.map((e) => e.id).reverse();
+    assert.equal(await ids(at, at + 1000), ['w-1', 'w-2', 'w-3', 'w-4']);
+    assert.equal(await ids(at), ['w-1', 'w-2', 'w-3', 'w-4', 'w-5', 'w-6']);
+    assert.equal(await ids(undefined, at + 1), ['w-0', 'w-1', 'w-2']);
+    assert.equal(await ids(at + 1, at + 2), ['w-3']);
+    assert.equal(await ids(at + 2, at + 999), []);
+    assert.equal(await ids(at + 5000), []);
+  });
+
+  t('list: paging with before returns every event of the query once, newest first, page boundaries inside same-millisecond batches', async () => {
+    const store = await open();
+    const { inserted, t0, t1 } = await history(store, 3);
+    const mid = Date.parse(inserted[Math.floor(inserted.length / 2)].receivedAt);
+    const filters: EventFilter[] = [
+      { userId: 'hi' },
+      { userId: 'hi', type: 'error' },
+      { userId: 'hi', version: 'v2' },
+      { userId: 'hi', type: 'click', version: 'v1' },
+      // A window whose edges fall on a batch's receive time (inclusive start, exclusive end).
+      { userId: 'hi', since: mid, until: t1 },
+      { userId: 'hi', type: 'pageload', since: t0 + 3_600_000 },
+      { userId: 'hi', until: mid + 1 },
+      { userId: 'other', version: 'v1' },
+      { userId: 'nobody' },
+    ];
+    for (const f of filters) {
+      const want = selected(inserted, f).reverse().map((e) => e.id);
+      for (const limit of [1, 4, 7, 1000]) {
+        const got = (await allPages(store, { ...f, limit }, `${JSON.stringify(f)} limit ${limit}`)).map((e) => e.id);
+        assert.equal(got, want, `${JSON.stringify(f)} limit ${limit}`);
+      }
+    }
+  });
+
+  t('list: a cursor stays valid while newer events arrive, and under another filter', async () => {
+    const store = await open();
+    const { inserted } = await history(store, 5);
+    const mine = inserted.filter((e) => e.user_id === 'hi').reverse();
+    const first = await store.list({ userId: 'hi', limit: 10 });
+    assert.equal(first.events.map((e) => e.id), mine.slice(0, 10).map((e) => e.id));
+    await store.insert(Array.from({ length: 15 }, (_, i) => ev({ id: `late-${i}` }, 'hi')));
+    const rest = await allPages(store, { userId: 'hi', limit: 9, before: first.nextCursor! }, 'after inserts');
+    assert.equal(rest.map((e) => e.id), mine.slice(10).map((e) => e.id));
+    // A cursor is a position: under another filter it continues that filter from the same place.
+    const errors = await allPages(store, { userId: 'hi', type: 'error', limit: 3, before: first.nextCursor! }, 'other filter');
+    assert.equal(errors.map((e) => e.id), mine.slice(10).filter((e) => e.type === 'error').map((e) => e.id));
+  });
+
+  t('list: a before that is not a cursor is an InvalidCursorError', async () => {
+    const store = await open();
+    await store.insert([ev({ id: 'c-1' }, 'cur'), ev({ id: 'c-2' }, 'cur')]);
+    const good = (await store.list({ userId: 'cur', limit: 1 })).nextCursor!;
+    assert.type(good, 'string');
+    // The second character holds the version byte's low bits: 'A' makes it 0, 'g' makes it 2.
+    const [version0, version2] = ['A', 'g'].map((c) => good[0] + c + good.slice(2));
+    const tooBig = encodeCursor(Number.MAX_SAFE_INTEGER).slice(0, 2) + '__________';
+    for (const before of ['', 'x', good + 'A', good.slice(1), good.replace(/.$/, '='), good.replace(/^./, '+'), version0, version2, tooBig, 'a'.repeat(5000)]) {
+      try {
+        await store.list({ userId: 'cur', limit: 10, before });
+        assert.unreachable(`accepted ${JSON.stringify(before.slice(0, 20))}`);
+      } catch (e) {
+        assert.instance(e, InvalidCursorError, JSON.stringify(before.slice(0, 20)));
+      }
+    }
+    // The store still answers after refusing.
+    assert.equal((await store.list({ userId: 'cur', limit: 10, before: good })).events.map((e) => e.id), ['c-1']);
+  });
+
+  t('export: every event of the filter once, oldest first, in bounded batches', async () => {
+    const store = await open();
+    const { inserted } = await history(store, 9);
+    const mid = Date.parse(inserted[Math.floor(inserted.length / 3)].receivedAt);
+    const filters: EventFilter[] = [
+      { userId: 'hi' },
+      { userId: 'hi', type: 'error' },
+      { userId: 'hi', version: 'v1', since: mid },
+      { userId: 'hi', until: mid },
+      { userId: 'other' },
+      { userId: 'nobody' },
+      { userId: '' },
+    ];
+    for (const f of filters) {
+      const want = selected(inserted, f).map((e) => e.id);
+      for (const batchSize of [1, 7, undefined]) {
+        const got = await exported(store, { ...f, batchSize }, `${JSON.stringify(f)} batches of ${batchSize}`);
+        assert.equal(got.map((e) => e.id), want, `${JSON.stringify(f)} batches of ${batchSize}`);
+      }
+    }
+    // Exported events are the stored shape, as list returns them.
+    const listed = (await store.list({ userId: 'hi', limit: 1000 })).events;
+    assert.equal(await exported(store, { userId: 'hi' }, 'all'), [...listed].reverse());
+  });
+
+  t('export: covers what was stored when it began, and stops when the consumer stops', async () => {
+    const store = await open();
+    const { inserted } = await history(store, 13);
+    const mine = inserted.filter((e) => e.user_id === 'hi').map((e) => e.id);
+    const iterator = store.export({ userId: 'hi', batchSize: 5 })[Symbol.asyncIterator]();
+    const got: string[] = [];
+    const first = await iterator.next();
+    assert.not.ok(first.done);
+    got.push(...first.value.map((e: StoredEvent) => e.id));
+    await store.insert([ev({ id: 'during-1' }, 'hi'), ev({ id: 'during-2' }, 'hi')]);
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) got.push(...next.value.map((e: StoredEvent) => e.id));
+    assert.equal(got, mine, 'events stored after the export began are not in it');
+    // Leaving early: the iteration ends (return), and the store goes on serving.
+    let batches = 0;
+    for await (const batch of store.export({ userId: 'hi', batchSize: 3 })) {
+      assert.ok(batch.length > 0);
+      if (++batches === 2) break;
+    }
+    const stopped = store.export({ userId: 'hi', batchSize: 3 })[Symbol.asyncIterator]();
+    await stopped.next();
+    assert.equal(await stopped.return!(), { done: true, value: undefined });
+    assert.equal((await stopped.next()).done, true, 'a stopped export yields nothing more');
+    assert.is((await store.list({ userId: 'hi', limit: 2 })).events.map((e) => e.id)[0], 'during-2');
   });
 
   /** 400 random events of mixed owners around `now`, `mine` being user "st"'s (insertion order). */
@@ -198,7 +386,7 @@ export function storeContract(name: string, factory: () => Promise<Store>, optio
     assert.equal(await store.stats('nobody', now), computeStats([], now));
   });
 
-  if (ranged) {
+  {
     // Ranges that cut through hours and days, start or end on them, reach into the future, end
     // inside the active window or before the newest event, with both intervals; each asked at a
     // `now` after every event, at one before the newest, and much later.
@@ -240,8 +428,31 @@ export function storeContract(name: string, factory: () => Promise<Store>, optio
       await insertAll(store, sorted);
       for (const range of [undefined, ...ranges]) {
         for (const at of nows.filter((at) => rangeProblem(range, at) === null)) {
-          assert.equal(await store.stats('st', at, range), computeStats(sorted, at, range), `${JSON.stringify(range)} at ${at - now}`);
+          const got = await store.stats('st', at, range);
+          assert.equal(range ? got : asStored(got), computeStats(sorted, at, range), `${JSON.stringify(range)} at ${at - now}`);
         }
+      }
+    });
+
+    t('stats with random ranges: equal to computeStats over the events in range (hour and day intervals, edges anywhere)', async () => {
+      const store = await open();
+      const { all, mine } = randomEvents(now, 31, offsets);
+      await insertAll(store, all);
+      let seed = 77;
+      const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+      for (let i = 0; i < 40; i++) {
+        // Edges at any millisecond within 9 days before now and 1 after, so they cut hours and days.
+        const from = now - Math.floor(rand() * 9 * DAY);
+        const to = rand() < 0.2 ? undefined : from + 1 + Math.floor(rand() * (rand() < 0.5 ? DAY : 10 * DAY));
+        const interval = rand() < 0.3 ? undefined : rand() < 0.5 ? 'hour' as const : 'day' as const;
+        const range: StatsRange = { from, to, interval };
+        const at = rand() < 0.5 ? now : now - Math.floor(rand() * 2 * DAY) + Math.floor(rand() * 3 * DAY);
+        if (rangeProblem(range, at) !== null) continue;
+        const end = to ?? at;
+        const inRange = mine.filter((e) => Date.parse(e.receivedAt) >= from && Date.parse(e.receivedAt) < end);
+        const want = computeStats(inRange, at, range);
+        assert.equal(want, computeStats(mine, at, range), 'the reference itself reads only the range');
+        assert.equal(await store.stats('st', at, range), want, `${JSON.stringify(range)} at ${at - now}`);
       }
     });
 

@@ -22,12 +22,20 @@ export async function insights(request: Request, ctx: Context): Promise<JsonRepl
     ctx.store.list({ userId, limit: INSIGHTS_WINDOW }),
     ctx.store.stats(userId, ctx.now()),
   ]);
-  return json(computeInsights(recent, stats));
+  return json(computeInsights(recent.events, stats));
 }
 
 export async function query(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   const q = parseDeveloperQuery(parseJson(await readBody(request, 64 * 1024)));
-  const events = await ctx.store.list({ userId, type: q.filter.type, version: q.filter.version, limit: SCAN_LIMIT });
-  return json({ rows: evaluateQuery(events, q), scanned: events.length, truncated: events.length === SCAN_LIMIT });
+  // The store applies type, version and the time window, so the scan cap counts only events that
+  // can match (a month back is reachable however much came since). The filter's `until` includes
+  // its instant; the store's excludes it. evaluateQuery applies the rest, and these again.
+  const { type, version, since, until } = q.filter;
+  const page = await ctx.store.list({
+    userId, type, version, limit: SCAN_LIMIT,
+    since: since === undefined ? undefined : Date.parse(since),
+    until: until === undefined ? undefined : Date.parse(until) + 1,
+  });
+  return json({ rows: evaluateQuery(page.events, q), scanned: page.events.length, truncated: page.nextCursor !== null });
 }

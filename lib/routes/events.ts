@@ -1,10 +1,11 @@
-// POST /api/events, POST /api/beacon and GET /api/events (README, "API").
+// POST /api/events, POST /api/beacon, GET /api/events and GET /api/events/export (docs/api.md).
 import { checkContentType, parseJson, readBody } from '../body.ts';
-import { isoTime, normalise } from '../event.ts';
-import { HttpError, json, jsonText, type JsonReply } from '../http.ts';
+import { isoTime, normalise, type StoredEvent } from '../event.ts';
+import { CORS_HEADERS, HttpError, json, jsonText, type JsonReply } from '../http.ts';
 import { resolveOwner } from '../owner.ts';
-import { batchItems, batchSentAt, parseEventsQuery, validateEvents } from '../schema.ts';
+import { batchItems, batchSentAt, parseEventsQuery, parseExportQuery, validateEvents } from '../schema.ts';
 import { clientAddress, requireUser, type Context, type ServeInfo } from '../context.ts';
+import { InvalidCursorError } from '../store/types.ts';
 
 /** POST /api/events: the persisted stores answer with the stored events too. */
 export const ingest = (request: Request, ctx: Context, info?: ServeInfo) => receive(request, ctx, info, ctx.store.persisted);
@@ -39,5 +40,65 @@ async function receive(request: Request, ctx: Context, info: ServeInfo | undefin
 export async function listEvents(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   const query = parseEventsQuery(new URL(request.url).searchParams);
-  return json({ events: await ctx.store.list({ userId, ...query }) });
+  try {
+    return json(await ctx.store.list({ userId, ...query }));
+  } catch (err) {
+    if (err instanceof InvalidCursorError) throw new HttpError(400, 'invalid_cursor', err.message);
+    throw err;
+  }
+}
+
+/**
+ * GET /api/events/export: the user's events as NDJSON, oldest first, in constant memory. The body
+ * pulls the store's next batch only when the client has read the previous one (highWaterMark 0:
+ * nothing is read ahead), and a client that goes away cancels the body, which stops the store.
+ */
+export async function exportEvents(request: Request, ctx: Context): Promise<Response> {
+  const userId = await requireUser(ctx, request);
+  const filter = parseExportQuery(new URL(request.url).searchParams);
+  const batches = ctx.store.export({ userId, ...filter })[Symbol.asyncIterator]();
+  // The first batch before the answer: a store that cannot serve is a 503, not a 200 cut short.
+  const first = await batches.next();
+  const stamp = new Date(ctx.now()).toISOString().replace(/[:.]/g, '-');
+  return new Response(ndjson(ctx, batches, first), {
+    status: 200,
+    headers: {
+      'content-type': 'application/x-ndjson',
+      'content-disposition': `attachment; filename="watchtower-events-${stamp}.ndjson"`,
+      'cache-control': 'no-store',
+      ...CORS_HEADERS,
+      'access-control-expose-headers': 'Content-Disposition',
+    },
+  });
+}
+
+function ndjson(ctx: Context, batches: AsyncIterator<StoredEvent[]>, first: IteratorResult<StoredEvent[]>): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let pending: IteratorResult<StoredEvent[]> | null = first;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          for (;;) {
+            const next = pending ?? (await batches.next());
+            pending = null;
+            if (next.done) return controller.close();
+            if (!next.value.length) continue;
+            let text = '';
+            for (const e of next.value) text += JSON.stringify(e) + '\n';
+            return controller.enqueue(encoder.encode(text));
+          }
+        } catch (err) {
+          // Headers are gone: the body ends in an error, which a server passes on by aborting it.
+          ctx.log(`export failed mid-way: ${err instanceof Error ? err.message : String(err)}`);
+          controller.error(err);
+          await batches.return?.();
+        }
+      },
+      async cancel() {
+        await batches.return?.();
+      },
+    },
+    { highWaterMark: 0 },
+  );
 }

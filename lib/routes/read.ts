@@ -1,13 +1,16 @@
-// GET /api/stats, GET /api/health and POST /api/users/sync (README, "API").
+// GET /api/stats (time ranges: docs/api.md#stats), GET /api/health and POST /api/users/sync (README, "API").
 import { parseJson, readBody } from '../body.ts';
 import { KNOWN_EVENT_TYPES } from '../event.ts';
 import { HttpError, json, type JsonReply } from '../http.ts';
-import { parseUserSync } from '../schema.ts';
+import { parseStatsQuery, parseUserSync } from '../schema.ts';
 import { requireUser, type Context } from '../context.ts';
 
 export async function stats(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
-  return json(await ctx.store.stats(userId, ctx.now()));
+  const now = ctx.now();
+  // Without from/to/interval, undefined: the answer over every event, as it always was.
+  const range = parseStatsQuery(new URL(request.url).searchParams, now);
+  return json(await ctx.store.stats(userId, now, range));
 }
 
 export async function health(_request: Request, ctx: Context): Promise<JsonReply> {

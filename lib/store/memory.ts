@@ -7,7 +7,9 @@ import { assembleStats, planStats } from '../rollup/assemble.ts';
 import { HourRollup, rollupRow } from '../rollup/hour.ts';
 import { UserRollups } from '../rollup/user.ts';
 import type { Stats, StatsRange } from '../stats.ts';
-import type { AppUser, EventQuery, Store, StoreHealth, UserSync } from './types.ts';
+import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
+import { eventMatcher } from './filter.ts';
+import type { AppUser, EventPage, EventQuery, ExportQuery, Store, StoreHealth, UserSync } from './types.ts';
 
 export const DEFAULT_BUFFER_SIZE = 10_000;
 
@@ -17,6 +19,8 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
   // Oldest first; a plain array with a moving head keeps eviction O(1) amortised.
   let buffer: StoredEvent[] = [];
   let head = 0;
+  // Sequence number (insertion order, the paging cursor's position) of buffer[i]: base + i.
+  let base = 1;
   // Ids per owner: (owner, id) is the dedupe key, without building a joined string per event.
   const ids = new Map<string | null, Set<string>>();
   const idsOf = (owner: string | null) => {
@@ -78,20 +82,38 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
       }
       if (head > capacity) {
         buffer = buffer.slice(head);
+        base += head;
         head = 0;
       }
       return stored;
     },
-    async list(q: EventQuery) {
-      const out: StoredEvent[] = [];
-      for (let i = buffer.length - 1; i >= head && out.length < q.limit; i--) {
-        const e = buffer[i];
-        if (e.user_id !== q.userId) continue;
-        if (q.type !== undefined && e.type !== q.type) continue;
-        if (q.version !== undefined && e.deployVersion !== q.version) continue;
-        out.push(e);
+    async list(q: EventQuery): Promise<EventPage> {
+      // Index just past the page's first candidate: the cursor's position, or the newest event.
+      let end = buffer.length;
+      if (q.before !== undefined) end = Math.max(head, Math.min(buffer.length, decodeCursor(q.before) - base));
+      const matches = eventMatcher(q);
+      const events: StoredEvent[] = [];
+      let i = end - 1;
+      for (; i >= head && events.length < q.limit; i--) if (matches(buffer[i])) events.push(buffer[i]);
+      // The page ended at buffer[i + 1]; one more match further down means there is a next page.
+      let more = false;
+      for (let j = i; j >= head && events.length && !more; j--) more = matches(buffer[j]);
+      return { events, nextCursor: more ? encodeCursor(base + i + 1) : null };
+    },
+    async *export(q: ExportQuery) {
+      const size = Math.max(1, q.batchSize ?? EXPORT_BATCH);
+      const matches = eventMatcher(q);
+      // The events held now, and no later ones: an export of a busy user ends.
+      let next = base + head;
+      const last = base + buffer.length;
+      while (next < last) {
+        const batch: StoredEvent[] = [];
+        // Evicted meanwhile: start at the oldest held.
+        let i = Math.max(head, next - base);
+        for (; i < last - base && batch.length < size; i++) if (matches(buffer[i])) batch.push(buffer[i]);
+        next = base + i;
+        if (batch.length) yield batch;
       }
-      return out;
     },
     async stats(userId: string, now: number, range?: StatsRange): Promise<Stats> {
       const u = stats.get(userId);

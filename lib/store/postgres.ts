@@ -5,11 +5,15 @@ import postgres from 'postgres';
 import type { StoredEvent } from '../event.ts';
 import {
   ACTIVE_WINDOW_MS, LATENCY_POINTS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, UNKNOWN,
-  breakdownCounts, feedbackRating, pageloadDuration, round2, routeKey, seriesLabels,
-  type LatencySummary, type Stats,
+  breakdownCounts, computeStats, feedbackRating, pageloadDuration, resolveRange, round2, routeKey, seriesLabels,
+  type LatencySummary, type ResolvedRange, type Stats,
 } from '../stats.ts';
+import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
+import { isoBounds } from './filter.ts';
 import { MIGRATION_LOCK, MIGRATIONS } from './postgres-migrations.ts';
-import { StoreUnavailableError, type AppUser, type EventQuery, type Store, type StoreHealth, type UserSync } from './types.ts';
+import {
+  StoreUnavailableError, type AppUser, type EventFilter, type EventPage, type EventQuery, type Store, type StoreHealth, type UserSync,
+} from './types.ts';
 
 export interface PostgresStoreOptions {
   /** postgres://user:password@host:5432/database */
@@ -80,6 +84,8 @@ export function pgArray(values: readonly (string | number | null)[]): string {
 }
 
 interface Row { metadata: StoredEvent; raw: string | null }
+/** A row read for paging: seq is a bigint, which postgres.js hands over as a string. */
+interface SeqRow extends Row { seq: string }
 const toEvent = (r: Row): StoredEvent => (r.raw !== null ? (JSON.parse(r.raw) as StoredEvent) : r.metadata);
 const ownerKey = (e: Pick<StoredEvent, 'user_id' | 'id'>) => `${e.user_id ?? ''}\u0000${e.id}`;
 
@@ -321,6 +327,16 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     }
   };
 
+  /** The WHERE conditions of a filter (the user first, so the per-user indexes serve it). */
+  const filterSql = (f: EventFilter) => {
+    const { since, until } = isoBounds(f);
+    return sql`user_id = ${col(f.userId)}
+      ${f.type !== undefined ? sql`and type = ${col(f.type)}` : sql``}
+      ${f.version !== undefined ? sql`and app_version = ${col(f.version)}` : sql``}
+      ${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
+      ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}`;
+  };
+
   const store: Store = {
     persisted: true,
     insert(events) {
@@ -331,18 +347,48 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       });
     },
 
-    async list(q: EventQuery) {
-      const rows = await guard('list', () => sql<Row[]>`
-        select metadata, raw from watchtower_events
-        where user_id = ${col(q.userId)}
-          ${q.type !== undefined ? sql`and type = ${col(q.type)}` : sql``}
-          ${q.version !== undefined ? sql`and app_version = ${col(q.version)}` : sql``}
+    // Keyset pagination on seq, the insertion order, through the per-user (type | version, seq)
+    // indexes: a page costs the same however deep it is, with no server-side cursor (and so no
+    // reserved connection, see statsOf) held between pages.
+    async list(q: EventQuery): Promise<EventPage> {
+      const beforeSeq = q.before === undefined ? undefined : decodeCursor(q.before);
+      const limit = Math.max(0, Math.floor(q.limit));
+      if (limit === 0) return { events: [], nextCursor: null };
+      const rows = await guard('list', () => sql<SeqRow[]>`
+        select seq, metadata, raw from watchtower_events
+        where ${filterSql(q)}
+          ${beforeSeq !== undefined ? sql`and seq < ${beforeSeq}` : sql``}
         order by seq desc
-        limit ${Math.max(0, Math.floor(q.limit))}`);
-      return rows.map(toEvent);
+        limit ${limit + 1}`);
+      const more = rows.length > limit;
+      if (more) rows.pop();
+      return { events: rows.map(toEvent), nextCursor: more ? encodeCursor(Number(rows[rows.length - 1].seq)) : null };
     },
 
-    async stats(userId, now): Promise<Stats> {
+    async *export(q) {
+      const { batchSize = EXPORT_BATCH, ...filter } = q;
+      const limit = Math.max(1, batchSize);
+      // The end is fixed first. An insert that took a lower seq and commits later can still be
+      // missed, as with any read of a table being written: what the export covers is what had
+      // committed when it began, give or take those in flight.
+      const [{ max }] = await guard('export', () => sql<{ max: string }[]>`
+        select coalesce(max(seq), 0) as max from watchtower_events where user_id = ${col(filter.userId)}`);
+      let afterSeq = 0;
+      for (;;) {
+        const rows = await guard('export', () => sql<SeqRow[]>`
+          select seq, metadata, raw from watchtower_events
+          where ${filterSql(filter)} and seq > ${afterSeq} and seq <= ${max}
+          order by seq
+          limit ${limit}`);
+        if (rows.length) yield rows.map(toEvent);
+        if (rows.length < limit) return;
+        afterSeq = Number(rows[rows.length - 1].seq);
+      }
+    },
+
+    async stats(userId, now, range): Promise<Stats> {
+      const resolved = resolveRange(range, now);
+      if (resolved) return guard('stats', () => rangeStatsOf(sql, col(userId)!, now, resolved));
       return guard('stats', () => statsOf(sql, col(userId)!, now));
     },
 
@@ -438,6 +484,22 @@ async function migrate(sql: postgres.Sql, log: (msg: string) => void): Promise<v
   await sql.unsafe(migrationScript()).simple();
   const after = await versions();
   if (after !== before) log(`database schema migrated from version ${before ?? 0} to ${after}`);
+}
+
+/**
+ * Statistics within a range, as an interim: the user's rows in range, in insertion order, then
+ * computeStats. Exact, but it reads and holds every event of the range, so it is slow for long
+ * ranges of busy users; the PostgreSQL store's rollups will answer ranges as the memory store does.
+ */
+async function rangeStatsOf(sql: postgres.Sql, userId: string, now: number, range: ResolvedRange): Promise<Stats> {
+  const { since, until } = isoBounds({ since: range.from, until: range.to });
+  const rows = await sql<Row[]>`
+    select metadata, raw from watchtower_events
+    where user_id = ${userId}
+      ${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
+      ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}
+    order by seq`;
+  return computeStats(rows.map(toEvent), now, range);
 }
 
 // The statistics of computeStats, in SQL, as one statement: one round trip and one consistent

@@ -16,14 +16,15 @@ import { parentPort } from 'node:worker_threads';
 import type { Database, Statement } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
 import {
-  ACTIVE_WINDOW_MS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, breakdownCounts, feedbackRating, pageloadDuration,
-  round2, routeKey, seriesLabels, type LatencySummary, type Stats,
+  ACTIVE_WINDOW_MS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, breakdownCounts, computeStats, feedbackRating, pageloadDuration,
+  round2, routeKey, seriesLabels, type LatencySummary, type Stats, type StatsRange,
 } from '../stats.ts';
+import { isoBounds } from './filter.ts';
 import { listSegments, readSegments, removeGradually, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
 import { UserAgg, type AggRow } from './sqlite-aggregates.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
 import { ROW_COLUMNS, eventFromRow, metadataOf, ownerKey, type ColValues, type RowValues } from './sqlite-row.ts';
-import type { AppUser, EventQuery } from './types.ts';
+import type { AppUser, EventFilter } from './types.ts';
 
 // ---- the protocol (main thread ⇄ worker) ----
 
@@ -56,12 +57,34 @@ export interface HealthFigures {
   startup: { replayedEntries: number; replayMs: number; tornLinesSkipped: number };
 }
 
+/** A page of `list` or a batch of `export`, by sequence number (the main thread owns the cursor). */
+export interface RowsQuery extends EventFilter {
+  /** Only rows with seq below this (a page of list, newest first). */
+  beforeSeq?: number;
+  /** Only rows with seq above this (a batch of export, oldest first). */
+  afterSeq?: number;
+  /** Only rows with seq at most this (the end an export fixed when it began). */
+  maxSeq?: number;
+  order: 'newest' | 'oldest';
+  limit: number;
+}
+
+export interface RowsResult {
+  events: StoredEvent[];
+  /** Seq of the last event returned (null when none). */
+  lastSeq: number | null;
+  /** Whether another row matches past the last one returned. */
+  more: boolean;
+  /** The highest seq stored when the rows were read. */
+  maxSeq: number;
+}
+
 export type Request =
   | { op: 'init'; args: InitArgs }
   /** Journal lines (entries the main thread decided are new), applied in order. */
   | { op: 'apply'; lines: string; now: number }
-  | { op: 'list'; query: EventQuery }
-  | { op: 'stats'; userId: string; now: number }
+  | { op: 'rows'; query: RowsQuery }
+  | { op: 'stats'; userId: string; now: number; range?: StatsRange }
   | { op: 'getUser'; idpUserId: string }
   | { op: 'health' }
   | { op: 'prune'; now: number }
@@ -135,6 +158,8 @@ class Engine {
   private upsertUserStmt: Statement;
   private getUserStmt: Statement;
   private listStmts: Record<'all' | 'type' | 'version' | 'both', Statement>;
+  /** Statements of `rows`, by the shape of the query (which filters it has). */
+  private rowsStmts = new Map<string, Statement>();
   private activeStmt: Statement;
   private oldestStmt: Statement;
   private deleteUpToStmt: Statement;
@@ -371,7 +396,8 @@ class Engine {
     if (this.eventCount > this.args.maxEvents) this.prune(now, PRUNE_BATCH * 5);
   }
 
-  list(q: EventQuery): StoredEvent[] {
+  /** The user's latest events (of a type): the recent lists of the statistics. */
+  list(q: Pick<EventFilter, 'userId' | 'type' | 'version'> & { limit: number }): StoredEvent[] {
     const limit = Math.max(0, Math.floor(q.limit));
     // '' is the anonymous owner key: unowned events appear for no user.
     if (limit === 0 || q.userId === '') return [];
@@ -391,7 +417,86 @@ class Engine {
     return out;
   }
 
-  stats(userId: string, now: number): Stats {
+  /**
+   * A page of list or a batch of export: the user's rows of the filter, by seq in either direction,
+   * one more than `limit` read to tell whether more follow. Walks the user's index in seq order
+   * (by type or version when given) and checks received_at on each row: a narrow time range far
+   * back reads every newer row of the user first. Fine for this store, whose successor keeps events
+   * in time segments.
+   */
+  rows(q: RowsQuery): RowsResult {
+    const limit = Math.max(0, Math.floor(q.limit));
+    // '' is the anonymous owner key: unowned events appear for no user.
+    if (limit === 0 || q.userId === '') return { events: [], lastSeq: null, more: false, maxSeq: this.maxSeq };
+    const { since, until } = isoBounds(q);
+    const where = ['user_id = ?'];
+    const params: (string | number)[] = [q.userId];
+    const add = (cond: string, value: string | number | undefined) => {
+      if (value === undefined) return;
+      where.push(cond);
+      params.push(value);
+    };
+    add('type = ?', q.type);
+    add('app_version = ?', q.version);
+    add('received_at >= ?', since);
+    add('received_at < ?', until);
+    add('seq < ?', q.beforeSeq);
+    add('seq > ?', q.afterSeq);
+    add('seq <= ?', q.maxSeq);
+    params.push(limit + 1);
+    const index = q.type !== undefined ? 'events_user_type' : q.version !== undefined ? 'events_user_version' : 'events_user';
+    // INDEXED BY, as in listStmts: the planner may otherwise sort the user's rows.
+    const text = `SELECT seq, ${ROW_COLUMNS} FROM events INDEXED BY ${index} WHERE ${where.join(' AND ')} ` +
+      `ORDER BY seq ${q.order === 'newest' ? 'DESC' : 'ASC'} LIMIT ?`;
+    let stmt = this.rowsStmts.get(text);
+    if (!stmt) this.rowsStmts.set(text, (stmt = this.db.prepare(text)));
+    const events: StoredEvent[] = [];
+    let lastSeq: number | null = null, more = false;
+    stmt.bind(params);
+    try {
+      while (stmt.step()) {
+        if (events.length === limit) {
+          more = true;
+          break;
+        }
+        const v = stmt.get();
+        lastSeq = v[0] as number;
+        events.push(eventFromRow(v.slice(1) as RowValues));
+      }
+    } finally {
+      stmt.reset();
+    }
+    return { events, lastSeq, more, maxSeq: this.maxSeq };
+  }
+
+  /**
+   * Statistics within a range, as an interim: every row of the user in range, then computeStats.
+   * Exact, but it reads and holds the range's events (seconds and hundreds of MB at 1M): the
+   * segmented store that replaces this one answers ranges from rollups, as the memory store does.
+   * The caller has checked the range (resolveRange), so it holds from.
+   */
+  private rangeStats(userId: string, now: number, range: StatsRange): Stats {
+    const to = range.to ?? now;
+    const { since, until } = isoBounds({ since: range.from, until: to });
+    const where = ['user_id = ?'];
+    const params: string[] = [userId === '' ? '\u0000' : userId];
+    if (since !== undefined) where.push('received_at >= ?'), params.push(since);
+    if (until !== undefined) where.push('received_at < ?'), params.push(until);
+    const stmt = this.db.prepare(
+      `SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_received WHERE ${where.join(' AND ')} ORDER BY seq`,
+    );
+    const events: StoredEvent[] = [];
+    try {
+      stmt.bind(params);
+      while (stmt.step()) events.push(eventFromRow(stmt.get() as RowValues));
+    } finally {
+      stmt.free();
+    }
+    return computeStats(events, now, range);
+  }
+
+  stats(userId: string, now: number, range?: StatsRange): Stats {
+    if (range) return this.rangeStats(userId, now, range);
     const a = (userId !== '' && this.aggs.get(userId)) || new UserAgg();
     const { activeStmt } = this;
     activeStmt.bind([userId === '' ? '\u0000' : userId, new Date(now - ACTIVE_WINDOW_MS).toISOString(), new Date(now).toISOString()]);
@@ -534,7 +639,7 @@ class Engine {
   }
 
   close() {
-    for (const s of [this.insertStmt, this.upsertUserStmt, this.getUserStmt, this.activeStmt, this.oldestStmt, this.deleteUpToStmt, ...Object.values(this.listStmts)]) s.free();
+    for (const s of [this.insertStmt, this.upsertUserStmt, this.getUserStmt, this.activeStmt, this.oldestStmt, this.deleteUpToStmt, ...Object.values(this.listStmts), ...this.rowsStmts.values()]) s.free();
     this.db.close();
   }
 }
@@ -657,10 +762,10 @@ async function handle(req: Request): Promise<unknown> {
   switch (req.op) {
     case 'apply':
       return engine.applyLines(req.lines, req.now);
-    case 'list':
-      return engine.list(req.query);
+    case 'rows':
+      return engine.rows(req.query);
     case 'stats':
-      return engine.stats(req.userId, req.now);
+      return engine.stats(req.userId, req.now, req.range);
     case 'getUser':
       return engine.getUser(req.idpUserId);
     case 'health':

@@ -25,11 +25,12 @@ import { mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { StoredEvent } from '../event.ts';
-import type { Stats } from '../stats.ts';
+import { resolveRange, type Stats } from '../stats.ts';
+import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { JournalWriter, segmentPath } from './journal.ts';
 import { ownerKey } from './sqlite-row.ts';
-import type { FromWorker, HealthFigures, InitResult, Request, ToWorker } from './sqlite-worker.ts';
-import { StoreUnavailableError, type AppUser, type Store, type StoreHealth, type UserSync } from './types.ts';
+import type { FromWorker, HealthFigures, InitResult, Request, RowsResult, ToWorker } from './sqlite-worker.ts';
+import { StoreUnavailableError, type AppUser, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
 
 export interface SqliteStoreOptions {
   /** Database file; the journal segments and snapshot temp files live beside it. */
@@ -375,13 +376,36 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         return stored;
       });
     },
-    async list(q) {
+    async list(q): Promise<EventPage> {
       alive();
-      return request<StoredEvent[]>({ op: 'list', query: q });
+      const { before, ...filter } = q;
+      // The cursor is decoded here, so that a bad one is an InvalidCursorError (the worker's errors
+      // arrive as plain Errors).
+      const beforeSeq = before === undefined ? undefined : decodeCursor(before);
+      const page = await request<RowsResult>({ op: 'rows', query: { ...filter, beforeSeq, order: 'newest' } });
+      return { events: page.events, nextCursor: page.more ? encodeCursor(page.lastSeq!) : null };
     },
-    async stats(userId, now): Promise<Stats> {
+    async *export(q) {
       alive();
-      return request<Stats>({ op: 'stats', userId, now });
+      const { batchSize = EXPORT_BATCH, ...filter } = q;
+      const limit = Math.max(1, batchSize);
+      // One request per batch, each queued behind whatever the worker has to do: the export never
+      // holds the database between batches, and stopping the iteration stops the requests.
+      let afterSeq = 0;
+      let maxSeq: number | undefined;
+      for (;;) {
+        const batch = await request<RowsResult>({ op: 'rows', query: { ...filter, afterSeq, maxSeq, limit, order: 'oldest' } });
+        maxSeq ??= batch.maxSeq;
+        if (batch.events.length) yield batch.events;
+        if (!batch.more) return;
+        afterSeq = batch.lastSeq!;
+      }
+    },
+    async stats(userId, now, range): Promise<Stats> {
+      alive();
+      // Checked here: a RangeError thrown in the worker would arrive as a plain Error.
+      const resolved = resolveRange(range, now);
+      return request<Stats>({ op: 'stats', userId, now, range: resolved ? range : undefined });
     },
     upsertUser(u: UserSync, now) {
       const user: AppUser = {

@@ -1,15 +1,53 @@
-// The storage contract. Memory, sqlite (and later PostgreSQL) implement it; test/store-contract
-// runs the same assertions against each.
+// The storage contract. Memory, sqlite and PostgreSQL implement it; test/store-contract runs the
+// same assertions against each.
 import type { StoredEvent } from '../event.ts';
 import type { Stats, StatsRange } from '../stats.ts';
 
-export interface EventQuery {
-  /** Owner whose events are read; reads are always scoped to one user. */
+/**
+ * Which of one user's events a read covers. Times are receive times (`receivedAt`, the server's
+ * clock), in ms since the epoch: `since` inclusive, `until` exclusive (docs/api.md#list).
+ */
+export interface EventFilter {
+  /** Owner whose events are read; reads are always scoped to one user ('' matches nobody). */
   userId: string;
+  /** Only events of this type. */
   type?: string;
+  /** Only events whose deployVersion is this. */
   version?: string;
-  /** Maximum number of events, most recent first. */
+  /** Only events received at or after this time. */
+  since?: number;
+  /** Only events received before this time. */
+  until?: number;
+}
+
+/** One page of GET /api/events: newest first, continued with `before`. */
+export interface EventQuery extends EventFilter {
+  /**
+   * A `nextCursor` of an earlier page: this page starts right after that page's last event. Opaque
+   * to callers; a string that is not a cursor makes list reject with InvalidCursorError. The
+   * filters may differ from the earlier page's: the cursor is only a position.
+   */
+  before?: string;
+  /** Most events in the page; below 1, the page is empty. */
   limit: number;
+}
+
+export interface EventPage {
+  /** Most recently stored first. */
+  events: StoredEvent[];
+  /**
+   * Where the next (older) page starts, as `before`; null when no event of the query is left.
+   * A position in the store's insertion order (lib/store/cursor.ts), never in an event's own
+   * fields, so paging returns every event once and in order even when many share a receive time,
+   * and pages stay valid while new events arrive or old ones are pruned.
+   */
+  nextCursor: string | null;
+}
+
+/** What GET /api/events/export streams. */
+export interface ExportQuery extends EventFilter {
+  /** Most events per batch (default EXPORT_BATCH in lib/store/cursor.ts). */
+  batchSize?: number;
 }
 
 export interface AppUser {
@@ -32,6 +70,14 @@ export interface StoreHealth {
   [extra: string]: unknown;
 }
 
+/** A `before` that no store wrote (docs/api.md#list): the route answers 400 invalid_cursor. */
+export class InvalidCursorError extends Error {
+  constructor(message = 'before is not a cursor this service wrote (use nextCursor as it was given)') {
+    super(message);
+    this.name = 'InvalidCursorError';
+  }
+}
+
 /** The store cannot serve right now (database connection lost); requests answer 503, never 500. */
 export class StoreUnavailableError extends Error {
   constructor(message = 'Storage is unavailable; try again shortly', options?: { cause?: unknown }) {
@@ -52,8 +98,20 @@ export interface Store {
    * `texts`, when given, holds `JSON.stringify` of each event, for a store that writes JSON to reuse.
    */
   insert(events: StoredEvent[], texts?: string[]): Promise<StoredEvent[]>;
-  /** One user's events, most recent first, filtered by type and deployVersion. */
-  list(query: EventQuery): Promise<StoredEvent[]>;
+  /**
+   * One page of a user's events, most recently stored first (insertion order, which is receive
+   * order unless the clock stepped back). Rejects with InvalidCursorError for a `before` that is
+   * not a cursor.
+   */
+  list(query: EventQuery): Promise<EventPage>;
+  /**
+   * Every event of the filter, oldest first (insertion order), in batches of at most `batchSize`
+   * events, read one batch per `next()`: memory stays bounded by a batch however many events
+   * match, and a consumer that stops (`return()`, a `for await` left early) stops the reading.
+   * Covers the events stored when the first batch is asked for; events stored after that are not
+   * in it. Events removed meanwhile (retention, eviction) may be missing.
+   */
+  export(query: ExportQuery): AsyncIterable<StoredEvent[]>;
   /**
    * Statistics (docs/api.md#stats) over one user's events, within `range` when given; must equal
    * computeStats over them. Throws RangeError for a range resolveRange refuses.
