@@ -14,17 +14,19 @@
 //   a read sent after an insert was acknowledged sees it, and a snapshot sent right after the
 //   journal was rotated holds exactly the lines of the closed segments. The worker then writes the
 //   file (temp → fsync → rename → fsync dir → delete covered segments) while this thread carries on.
+// - Every file operation, on both threads, goes through a StoreFs (fs.ts), which also holds the
+//   protocols that make files and their names durable.
 // - Start-up (in the worker) loads the snapshot and replays every remaining segment idempotently by
 //   (user_id, id); unparseable lines (a torn tail) are skipped and reported.
 // - /api/stats reads aggregates kept per user on insert and prune (sqlite-aggregates.ts) plus three
 //   indexed queries, instead of scanning the user's events.
 // - If the worker dies, every operation answers StoreUnavailableError (503) instead of hanging;
 //   acknowledged events are in the journal and come back at the next start.
-import { mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { StoredEvent } from '../event.ts';
 import type { Stats } from '../stats.ts';
+import { ensureDir, loadStoreFs, type StoreFsModule } from './fs.ts';
 import { JournalWriter, segmentPath } from './journal.ts';
 import { ownerKey } from './sqlite-row.ts';
 import type { FromWorker, HealthFigures, InitResult, Request, ToWorker } from './sqlite-worker.ts';
@@ -58,6 +60,8 @@ export interface SqliteStoreOptions {
   beforeSnapshotRename?: (tempPath: string) => void | Promise<void>;
   /** Test seam: receives the worker thread that owns the database (tests stop it to see a crash). */
   onWorker?: (worker: Worker) => void;
+  /** Test seam: the file operations of both threads (default node:fs); see StoreFsModule. */
+  fsModule?: StoreFsModule;
 }
 
 export const DEFAULT_RETENTION_DAYS = 90;
@@ -118,7 +122,8 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   const retentionIntervalMs = options.retentionIntervalMs ?? 60_000;
   const clock = options.now ?? Date.now;
 
-  await mkdir(dirname(path), { recursive: true });
+  const fs = await loadStoreFs(options.fsModule);
+  await ensureDir(fs, dirname(path));
 
   // ---- the dedupe set: owner → ids stored for that owner ----
   // Kept here so acknowledging never waits for the worker; filled from the worker at start, it
@@ -189,11 +194,13 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   });
 
   let init: InitResult;
+  let writer: JournalWriter;
   try {
     init = await request<InitResult>({
       op: 'init',
-      args: { path, retentionDays, maxEvents, now: clock(), askBeforeRename: !!options.beforeSnapshotRename },
+      args: { path, retentionDays, maxEvents, now: clock(), askBeforeRename: !!options.beforeSnapshotRename, fs: options.fsModule },
     });
+    writer = await JournalWriter.open(fs, path, init.lastSegment + 1);
   } catch (err) {
     await worker.terminate();
     throw err;
@@ -202,8 +209,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   for (const [owner, ids] of Object.entries(init.keys)) keys.set(owner, new Set(ids.split('\n')));
   (init as { keys: unknown }).keys = null;
 
-  // ---- journal writer, group commit and snapshots ----
-  const writer = await JournalWriter.open(path, init.lastSegment + 1);
+  // ---- group commit and snapshots ----
   let queue: Op[] = [];
   let running = false;
   let tornTail = false;
@@ -437,7 +443,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
       } finally {
         closed = true;
         await writer.close();
-        if (writer.bytes === 0) await rm(segmentPath(path, writer.seq), { force: true });
+        if (writer.bytes === 0) await fs.remove(segmentPath(path, writer.seq));
         await worker.terminate();
       }
     },
