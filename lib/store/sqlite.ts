@@ -16,6 +16,8 @@
 //   file (temp → fsync → rename → fsync dir → delete covered segments) while this thread carries on.
 // - Every file operation, on both threads, goes through a StoreFs (fs.ts), which also holds the
 //   protocols that make files and their names durable.
+// - One process per database: opening takes the database's lock file (lock.ts) before touching
+//   any other file; close releases it.
 // - Start-up (in the worker) loads the snapshot and replays every remaining segment idempotently by
 //   (user_id, id); unparseable lines (a torn tail) are skipped and reported.
 // - /api/stats reads aggregates kept per user on insert and prune (sqlite-aggregates.ts) plus three
@@ -28,6 +30,7 @@ import type { StoredEvent } from '../event.ts';
 import type { Stats } from '../stats.ts';
 import { ensureDir, loadStoreFs, type StoreFsModule } from './fs.ts';
 import { JournalWriter, segmentPath } from './journal.ts';
+import { lockDatabase } from './lock.ts';
 import { ownerKey } from './sqlite-row.ts';
 import type { FromWorker, HealthFigures, InitResult, Request, ToWorker } from './sqlite-worker.ts';
 import { StoreUnavailableError, type AppUser, type Store, type StoreHealth, type UserSync } from './types.ts';
@@ -124,6 +127,9 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
 
   const fs = await loadStoreFs(options.fsModule);
   await ensureDir(fs, dirname(path));
+  // Before any other file is touched: start-up removes temp files, which must never be another
+  // live process's snapshot in the making.
+  const lock = await lockDatabase(fs, path, log);
 
   // ---- the dedupe set: owner → ids stored for that owner ----
   // Kept here so acknowledging never waits for the worker; filled from the worker at start, it
@@ -133,7 +139,13 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   const drainWaiters: (() => void)[] = [];
 
   // ---- the worker and its requests ----
-  const worker = startWorker();
+  let worker: Worker;
+  try {
+    worker = startWorker();
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
   options.onWorker?.(worker);
   let nextId = 0;
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
@@ -203,6 +215,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     writer = await JournalWriter.open(fs, path, init.lastSegment + 1);
   } catch (err) {
     await worker.terminate();
+    await lock.release();
     throw err;
   }
 
@@ -442,9 +455,13 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         }
       } finally {
         closed = true;
-        await writer.close();
-        if (writer.bytes === 0) await fs.remove(segmentPath(path, writer.seq));
-        await worker.terminate();
+        try {
+          await writer.close();
+          if (writer.bytes === 0) await fs.remove(segmentPath(path, writer.seq));
+          await worker.terminate();
+        } finally {
+          await lock.release();
+        }
       }
     },
   };
