@@ -7,7 +7,7 @@
 // directory entries are sure to survive) are written to a real directory one by one, the real
 // store is opened on each, and recovery must start and hold every event acknowledged before that
 // point exactly once (retention aside), and the user.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -112,7 +112,10 @@ function expectedAt(trace: LogEntry[], after: number): Expected {
 /** Opens the real store on the state; returns what is wrong, or null. */
 async function check(state: CrashState, expected: Expected, dir: string): Promise<string | null> {
   mkdirSync(dir);
-  for (const [name, bytes] of state.files) writeFileSync(join(dir, name), bytes);
+  for (const [name, file] of state.files) {
+    if (file.linkOf) linkSync(join(dir, file.linkOf), join(dir, name));
+    else writeFileSync(join(dir, name), file.bytes);
+  }
   let store: Store | null = null;
   try {
     store = await openSqliteStore({ ...quiet, path: join(dir, 'watchtower.sqlite'), now: () => expected.clock });
@@ -163,7 +166,7 @@ test('power loss at every point of a recorded workload: recovery starts and keep
       const problem = await check(state, expectedAt(trace, state.after), join(root, `state-${w}-${i}`));
       if (problem) {
         failures.push(`after trace entry ${state.after} ${describeEntry(trace[state.after])}, ${state.variant} ` +
-          `(files: ${[...state.files].map(([name, b]) => `${name} ${b.length} B`).join(', ')}): ${problem}`);
+          `(files: ${[...state.files].map(([name, f]) => (f.linkOf ? `${name} = ${f.linkOf}` : `${name} ${f.bytes.length} B`)).join(', ')}): ${problem}`);
       }
     }
   };

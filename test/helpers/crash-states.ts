@@ -26,12 +26,15 @@ interface Inode {
   pending: ContentOp[];
 }
 
-/** A state to check: the files a power loss would leave, by name, and how it was chosen. */
+/** A file of a state: its bytes, or the earlier name (in sorted order) of the same file, for a hard link. */
+export type StateFile = { bytes: Uint8Array; linkOf?: undefined } | { bytes: Uint8Array; linkOf: string };
+
+/** A state to check: the files a power loss would leave, by name (sorted), and how it was chosen. */
 export interface CrashState {
   /** The crash came right after this entry of the trace (its index). */
   after: number;
   variant: string;
-  files: Map<string, Uint8Array>;
+  files: Map<string, StateFile>;
   key: string;
 }
 
@@ -110,13 +113,22 @@ class Model {
   }
 
   /** The files a power loss leaves when the directory operations `keepDir` and the contents `content` survive. */
-  state(keepDir: (i: number) => boolean, content: ContentChoice): Map<string, Uint8Array> {
+  state(keepDir: (i: number) => boolean, content: ContentChoice): Map<string, StateFile> {
     const dir = applyDirOps(this.durableDir, this.pendingDir.filter((_, i) => keepDir(i)));
-    const files = new Map<string, Uint8Array>();
-    for (const [name, i] of dir) {
-      const inode = this.inodes[i];
-      const { keep, tear } = content(i, inode.pending);
-      files.set(name, contentOf(inode, keep, tear));
+    const files = new Map<string, StateFile>();
+    // Two names of one file (the snapshot's second name) stay one file: what happens to one
+    // happens to the other.
+    const named = new Map<number, string>();
+    for (const name of [...dir.keys()].sort()) {
+      const i = dir.get(name)!;
+      const first = named.get(i);
+      if (first !== undefined) {
+        files.set(name, { bytes: files.get(first)!.bytes, linkOf: first });
+        continue;
+      }
+      named.set(i, name);
+      const { keep, tear } = content(i, this.inodes[i].pending);
+      files.set(name, { bytes: contentOf(this.inodes[i], keep, tear) });
     }
     return files;
   }
@@ -153,9 +165,12 @@ function contentOf(inode: Inode, keep: number, tear?: number): Uint8Array {
   return bytes;
 }
 
-function keyOf(files: Map<string, Uint8Array>): string {
+function keyOf(files: Map<string, StateFile>): string {
   const hash = createHash('sha1');
-  for (const name of [...files.keys()].sort()) hash.update(`${name}\0${files.get(name)!.length}\0`).update(files.get(name)!);
+  for (const [name, file] of files) {
+    hash.update(`${name}\0${file.linkOf ?? ''}\0${file.bytes.length}\0`);
+    if (!file.linkOf) hash.update(file.bytes);
+  }
   return hash.digest('hex');
 }
 
@@ -198,7 +213,7 @@ export function enumerateCrashStates(
   const byKey = new Map<string, CrashState>();
   let generated = 0;
   let epoch = 0;
-  const add = (after: number, variant: string, files: Map<string, Uint8Array>) => {
+  const add = (after: number, variant: string, files: Map<string, StateFile>) => {
     generated++;
     const key = `${epoch}:${keyOf(files)}`;
     byKey.delete(key); // re-inserted: the map's order stays the order of last occurrence
