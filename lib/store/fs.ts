@@ -17,6 +17,8 @@
 // - `writeNewFile` then `renameDurably`: a file written once under a temp name, synced, then given
 //   its final name atomically (the database snapshot today; sealed segments and a catalog rewritten
 //   in place the same way);
+// - `writeNewFile` then a link: a file that must appear whole or not at all under a name that
+//   may not be taken (the lock file, lock.ts);
 // - `removeGradually`: deletions, which need not be durable (see there).
 import { link, mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
