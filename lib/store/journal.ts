@@ -1,10 +1,11 @@
 // Append-only journal beside the database file: the durability of the sqlite store.
-// An operation is acknowledged only after its line is written and fsynced. The journal is split
+// An operation is acknowledged only after its line is written and synced. The journal is split
 // into numbered segments (`<db>.journal.<n>`) so a snapshot can cover the closed segments while
 // new writes go to a fresh one; a segment is deleted once a snapshot containing it is renamed into
 // place. One JSON document per line: a crash can only tear the last line of the last segment.
-import { open, readdir, readFile, rm, stat, type FileHandle } from 'node:fs/promises';
+// Every file operation goes through a StoreFs (fs.ts).
 import { basename, dirname, join } from 'node:path';
+import { createFile, removeGradually, type StoreFile, type StoreFs } from './fs.ts';
 
 export type JournalEntry =
   | { e: Record<string, unknown> }
@@ -15,11 +16,11 @@ export interface Segment { seq: number; path: string }
 export const segmentPath = (dbPath: string, seq: number) => `${dbPath}.journal.${seq}`;
 
 /** Existing segments of a database, oldest first. */
-export async function listSegments(dbPath: string): Promise<Segment[]> {
+export async function listSegments(fs: StoreFs, dbPath: string): Promise<Segment[]> {
   const dir = dirname(dbPath);
   const prefix = basename(dbPath) + '.journal.';
   const out: Segment[] = [];
-  for (const name of await readdir(dir)) {
+  for (const name of await fs.list(dir)) {
     if (!name.startsWith(prefix)) continue;
     const rest = name.slice(prefix.length);
     if (!/^\d+$/.test(rest)) continue;
@@ -36,10 +37,10 @@ export interface ReadResult {
 }
 
 /** Reads segments in order. Unparseable lines are skipped and reported, never fatal. */
-export async function readSegments(segments: Segment[]): Promise<ReadResult> {
+export async function readSegments(fs: StoreFs, segments: Segment[]): Promise<ReadResult> {
   const result: ReadResult = { entries: [], skipped: [], bytes: 0 };
   for (let s = 0; s < segments.length; s++) {
-    const buf = await readFile(segments[s].path);
+    const buf = (await fs.read(segments[s].path)) ?? new Uint8Array(0);
     result.bytes += buf.length;
     const text = new TextDecoder().decode(buf);
     const lines = text.split('\n');
@@ -64,72 +65,51 @@ export async function readSegments(segments: Segment[]): Promise<ReadResult> {
 
 /**
  * The writer of the current segment. Appends are serialised by the caller (the store's group
- * commit loop); `append` resolves after the bytes are fsynced.
+ * commit loop); `append` resolves after the bytes are synced.
  */
 export class JournalWriter {
   private constructor(
+    private fs: StoreFs,
     readonly dbPath: string,
     public seq: number,
-    private handle: FileHandle,
+    private file: StoreFile,
+    /** Bytes appended and synced to the current segment. */
     public bytes: number,
   ) {}
 
-  static async open(dbPath: string, seq: number): Promise<JournalWriter> {
-    const path = segmentPath(dbPath, seq);
-    const handle = await open(path, 'a');
-    const { size } = await stat(path);
-    return new JournalWriter(dbPath, seq, handle, size);
+  /**
+   * Starts segment `seq`, which must not exist: a new file whose name is durable before the first
+   * append is acknowledged (createFile).
+   */
+  static async open(fs: StoreFs, dbPath: string, seq: number): Promise<JournalWriter> {
+    return new JournalWriter(fs, dbPath, seq, await createFile(fs, segmentPath(dbPath, seq)), 0);
   }
 
   async append(data: Uint8Array): Promise<void> {
-    let off = 0;
-    while (off < data.length) {
-      const { bytesWritten } = await this.handle.write(data, off, data.length - off);
-      off += bytesWritten;
-    }
-    await this.handle.datasync();
+    await this.file.append(data);
+    await this.file.sync();
     this.bytes += data.length;
   }
 
-  /** Closes this segment and continues in the next one; returns the closed segment's number. */
+  /**
+   * Closes this segment and continues in the next one; returns the closed segment's number. The
+   * next segment's name is synced into the directory before any append to it can be acknowledged.
+   */
   async rotate(): Promise<number> {
     const closed = this.seq;
-    const next = await open(segmentPath(this.dbPath, closed + 1), 'a');
-    await this.handle.close();
-    this.handle = next;
+    const next = await createFile(this.fs, segmentPath(this.dbPath, closed + 1));
+    await this.file.close();
+    this.file = next;
     this.seq = closed + 1;
     this.bytes = 0;
     return closed;
   }
 
   async close(): Promise<void> {
-    await this.handle.close();
+    await this.file.close();
   }
 }
 
-export async function removeSegmentsUpTo(dbPath: string, seq: number): Promise<void> {
-  for (const s of await listSegments(dbPath)) if (s.seq <= seq) await removeGradually(s.path);
-}
-
-/**
- * Deletes a file after truncating it a slice at a time. Freeing the blocks of a large file in one
- * unlink holds the file system's journal long enough (~100 ms per 150 MB measured on ext4) to stall
- * every fsync meanwhile — the journal's, on which acknowledgements wait. Slices keep each stall short.
- */
-export async function removeGradually(path: string, slice = 16 << 20): Promise<void> {
-  try {
-    const fh = await open(path, 'r+');
-    try {
-      for (let size = (await fh.stat()).size; size > 0; ) {
-        size = Math.max(0, size - slice);
-        await fh.truncate(size);
-      }
-    } finally {
-      await fh.close();
-    }
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ENOENT') return;
-    // Cannot open or truncate it (permissions, platform): a plain delete still does the job.
-  }
-  await rm(path, { force: true });
+export async function removeSegmentsUpTo(fs: StoreFs, dbPath: string, seq: number): Promise<void> {
+  for (const s of await listSegments(fs, dbPath)) if (s.seq <= seq) await removeGradually(fs, s.path);
 }

@@ -2,15 +2,13 @@
 // for the design. This side holds everything that touches the database: schema, inserts, the per-user
 // aggregates, reads, retention, health figures, start-up (snapshot load, journal replay) and
 // snapshots (the database file → temp file → fsync → rename → fsync dir → delete covered journal
-// segments).
+// segments). Its file operations go through a StoreFs (fs.ts), as the main thread's do.
 //
 // Why a thread: writing a snapshot holds the database for seconds at 1M events (its file changes
 // with the next write, and sql.js cannot read a database out incrementally). Here it holds only
 // this thread; the main thread keeps journaling and acknowledging. Messages are handled strictly in
-// arrival order (every handler is synchronous up to the end of its database work), which is what
-// makes snapshots and read-your-writes correct.
-import { closeSync, fdatasyncSync, fsyncSync, openSync, writeSync } from 'node:fs';
-import { link, open, readdir, rename, rm, stat } from 'node:fs/promises';
+// arrival order, each only once the previous one's database work is done (a snapshot's: once its
+// file is written), which is what makes snapshots and read-your-writes correct.
 import { basename, dirname, join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import type { Database, Statement } from 'sql.js';
@@ -20,7 +18,8 @@ import {
   round2, routeKey, seriesLabels, type LatencySummary, type Stats, type StatsRange,
 } from '../stats.ts';
 import { isoBounds } from './filter.ts';
-import { listSegments, readSegments, removeGradually, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
+import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs, type StoreFsModule } from './fs.ts';
+import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
 import { UserAgg, type AggRow } from './sqlite-aggregates.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
 import { ROW_COLUMNS, eventFromRow, metadataOf, ownerKey, type ColValues, type RowValues } from './sqlite-row.ts';
@@ -35,6 +34,8 @@ export interface InitArgs {
   now: number;
   /** The main thread has a beforeSnapshotRename hook: ask it before each rename. */
   askBeforeRename: boolean;
+  /** Where the file operations come from; node:fs when absent. */
+  fs?: StoreFsModule;
 }
 
 export interface InitResult {
@@ -106,7 +107,7 @@ export type FromWorker =
 
 const DAY_MS = 86_400_000;
 const PRUNE_BATCH = 2000;
-/** Snapshot bytes written between two fsyncs of the temp file (see writeSynced). */
+/** Snapshot bytes written between two syncs of the temp file (see writeNewFile). */
 const SYNC_EVERY = 2 << 20;
 
 const SCHEMA = `
@@ -181,7 +182,7 @@ class Engine {
   private renameAnswers = new Map<number, (error: string | null) => void>();
   private renameTokens = 0;
 
-  constructor(private db: Database, private args: InitArgs) {
+  constructor(private db: Database, private args: InitArgs, private fs: StoreFs) {
     // Our journal is the durability; SQLite's own rollback journal can stay in memory.
     db.exec('PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA cache_size=-16000; PRAGMA temp_store=MEMORY;');
     try {
@@ -574,23 +575,28 @@ class Engine {
     };
   }
 
-  async readSnapshotSize() {
-    try {
-      this.snapshotBytes = (await stat(this.args.path)).size;
-    } catch {
-      // no snapshot yet
-    }
+  /** The size of the snapshot the database was loaded from (0: none). */
+  set loadedBytes(bytes: number) {
+    this.snapshotBytes = bytes;
   }
 
   /**
-   * Writes the database to a temp file, fsyncs it and renames it into place, then drops the
-   * journal segments it covers. The file sql.js holds is written as it is, before this worker
-   * handles another message (reads wait meanwhile; acknowledgements never do): no copy of the
+   * Writes the database to a temp file, syncs it and renames it into place, then drops the journal
+   * segments it covers. The file sql.js holds is written as it is, and no other message is handled
+   * until it is (`written`: reads wait meanwhile; acknowledgements never do): no copy of the
    * database is made, where `db.export()` made one (~570 MB and ~3 s at 1M events, on top of the
    * database itself). Only a stock sql.js, whose file is out of reach, still exports (and writes
    * the copy the same way).
    */
-  async snapshot(covered: number, reason: string, now: number): Promise<void> {
+  snapshot(covered: number, reason: string, now: number): { written: Promise<void>; done: Promise<void> } {
+    let wrote!: () => void;
+    const written = new Promise<void>((resolve) => (wrote = resolve));
+    const done = this.writeSnapshot(covered, reason, now, wrote).finally(wrote);
+    return { written, done };
+  }
+
+  private async writeSnapshot(covered: number, reason: string, now: number, wrote: () => void): Promise<void> {
+    const { fs } = this;
     const path = this.args.path;
     const dir = dirname(path);
     const t0 = performance.now();
@@ -600,24 +606,25 @@ class Engine {
     try {
       const bytes = live ?? this.db.export();
       const size = bytes.length;
-      writeSynced(tmp, bytes);
+      await writeNewFile(fs, tmp, bytes, SYNC_EVERY);
+      wrote(); // the database may change again
       const heldMs = performance.now() - t0;
       if (this.args.askBeforeRename) await this.askBeforeRename(tmp);
       // The replaced snapshot keeps a second name through the rename, so the rename does not free
       // its blocks all at once (see removeGradually); a crash leaves that name for start-up to remove.
       const old = join(dir, `${basename(path)}.old-${Date.now()}`);
-      const kept = await link(path, old).then(() => true, () => false);
-      await rename(tmp, path);
-      await syncDir(dir);
-      if (kept) await removeGradually(old);
-      await removeSegmentsUpTo(path, covered);
+      const kept = await fs.link(path, old).then(() => true, () => false);
+      // Durable before any segment it covers is deleted.
+      await renameDurably(fs, tmp, path);
+      if (kept) await removeGradually(fs, old);
+      await removeSegmentsUpTo(fs, path, covered);
       const totalMs = performance.now() - t0;
       this.snapshotBytes = size;
       this.lastSnapshot = { at: new Date(now).toISOString(), events, bytes: size, heldMs: Math.round(heldMs), totalMs: Math.round(totalMs) };
       log(`snapshot (${reason}): ${events} events, ${(size / 1048576).toFixed(1)} MiB, database held ${Math.round(heldMs)} ms` +
         `${live ? '' : ' (exported: a copy)'}, ${Math.round(totalMs)} ms in all`);
     } catch (err) {
-      await rm(tmp, { force: true }).catch(() => {});
+      await fs.remove(tmp).catch(() => {});
       log(`snapshot (${reason}) failed; the journal is kept: ${err instanceof Error ? err.message : String(err)}`);
       throw err;
     }
@@ -662,60 +669,28 @@ function rowFrom(v: unknown[]): { owner: string; row: AggRow } {
   };
 }
 
-/**
- * Writes and fsyncs a file before returning, so the bytes (the live database file) cannot change
- * under it. Synced every SYNC_EVERY bytes, not once at the end: the journal's fsync (the main
- * thread acknowledging inserts) waits behind whatever dirty data the file system must flush first;
- * 500 MB of it stalled acknowledgements for ~1 s at 1M events, and one fsync at the end of a 1M
- * snapshot put their p99 at 330–360 ms.
- */
-function writeSynced(path: string, bytes: Uint8Array): void {
-  const fd = openSync(path, 'w');
-  try {
-    for (let off = 0; off < bytes.length; ) {
-      off += writeSync(fd, bytes, off, Math.min(bytes.length - off, SYNC_EVERY));
-      fdatasyncSync(fd);
-    }
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-async function syncDir(dir: string): Promise<void> {
-  // The rename is durable only once the directory entry is; some platforms cannot fsync a directory.
-  try {
-    const fh = await open(dir, 'r');
-    try {
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code !== 'EISDIR' && code !== 'EPERM' && code !== 'EINVAL' && code !== 'EBADF') throw err;
-  }
-}
-
 /** Start-up: snapshot → journal replay → retention → aggregates and keys. */
 async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResult }> {
   const { path } = args;
+  const fs = await loadStoreFs(args.fs);
   const dir = dirname(path);
   const tmpPrefix = basename(path) + '.tmp-';
-  // A snapshot interrupted before its rename leaves a temp file; the database file is intact.
-  for (const name of await readdir(dir)) {
+  // A snapshot interrupted before its rename leaves a temp file; the database file is intact. (The
+  // main thread holds the database's lock: no other process is writing one.)
+  for (const name of await fs.list(dir)) {
     if (name.startsWith(tmpPrefix)) {
-      await rm(join(dir, name), { force: true });
+      await fs.remove(join(dir, name));
       log(`removed an unfinished snapshot ${name} (the previous snapshot and the journal are intact)`);
     } else if (name.startsWith(basename(path) + '.old-')) {
-      // A second name of a snapshot being replaced (see snapshot()); the live file is `path`.
-      await rm(join(dir, name), { force: true });
+      // A second name of a snapshot being replaced (see snapshot()); the live file is `path`. Only
+      // the name goes: until the rename is durable it may name the live file's blocks.
+      await fs.remove(join(dir, name));
       log(`removed ${name}, a replaced snapshot a crash left behind`);
     }
   }
   const { SQL, fileGrowth } = await loadSqlJs();
   if (fileGrowth === 'stock') log('sql.js differs from the pinned version: its in-memory file grows by copying (slower inserts, longer stalls)');
-  let existing = await readDatabaseFile(path);
+  let existing = await readDatabaseFile(path, fs);
   let db: Database;
   try {
     db = existing && existing.length ? new SQL.Database(existing) : new SQL.Database();
@@ -723,13 +698,13 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
   } catch (err) {
     throw new CorruptFile(String(err instanceof Error ? err.message : err));
   }
+  const engine = new Engine(db, args, fs);
+  engine.loadedBytes = existing?.length ?? 0;
   existing = null;
-  const engine = new Engine(db, args);
-  await engine.readSnapshotSize();
 
-  const segments = await listSegments(path);
+  const segments = await listSegments(fs, path);
   const replayStart = performance.now();
-  const journal = await readSegments(segments);
+  const journal = await readSegments(fs, segments);
   const replayed = engine.applyEntries(journal.entries);
   const replayMs = performance.now() - replayStart;
   for (const t of journal.skipped) {
@@ -744,7 +719,7 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
   const changed = journal.entries.length > 0 || pruned.byAge > 0 || pruned.byCount > 0 || journal.skipped.length > 0;
   const lastSegment = segments.length ? segments[segments.length - 1].seq : 0;
   // Segments that held nothing new can go now; anything else is compacted by a snapshot.
-  if (segments.length && !changed) await removeSegmentsUpTo(path, lastSegment);
+  if (segments.length && !changed) await removeSegmentsUpTo(fs, path, lastSegment);
   return { engine, result: { keys: engine.derive(), lastSegment, compact: changed } };
 }
 
@@ -752,47 +727,55 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
 
 let engine: Engine | null = null;
 
-async function handle(req: Request): Promise<unknown> {
+/** A message's answer, and until when the next message must wait (the database work it holds). */
+interface Handled {
+  answer: unknown;
+  holds?: Promise<unknown>;
+}
+
+function handle(req: Request): Handled {
   if (req.op === 'init') {
-    const started = await start(req.args);
-    engine = started.engine;
-    return started.result;
+    const started = start(req.args).then((s) => {
+      engine = s.engine;
+      return s.result;
+    });
+    return { answer: started, holds: started };
   }
   if (!engine) throw new Error('the database is not open');
   switch (req.op) {
     case 'apply':
-      return engine.applyLines(req.lines, req.now);
+      return { answer: engine.applyLines(req.lines, req.now) };
     case 'rows':
-      return engine.rows(req.query);
+      return { answer: engine.rows(req.query) };
     case 'stats':
-      return engine.stats(req.userId, req.now, req.range);
+      return { answer: engine.stats(req.userId, req.now, req.range) };
     case 'getUser':
-      return engine.getUser(req.idpUserId);
+      return { answer: engine.getUser(req.idpUserId) };
     case 'health':
-      return engine.health();
+      return { answer: engine.health() };
     case 'prune':
       engine.prune(req.now, PRUNE_BATCH * 10);
-      return;
-    case 'snapshot':
-      return engine.snapshot(req.covered, req.reason, req.now);
+      return { answer: undefined };
+    case 'snapshot': {
+      const { written, done } = engine.snapshot(req.covered, req.reason, req.now);
+      return { answer: done, holds: written };
+    }
     case 'close':
       engine.close();
       engine = null;
-      return;
+      return { answer: undefined };
   }
 }
+
+/** Settles once the previous message's database work is done: each message waits for it. */
+let ready: Promise<unknown> = Promise.resolve();
 
 port.on('message', (msg: ToWorker) => {
   if ('renameAnswer' in msg) return engine?.renameAnswer(msg.renameAnswer, msg.error);
   const { id, req } = msg;
-  let pending: Promise<unknown>;
-  try {
-    // handle() runs synchronously up to its first await: database work is done in arrival order.
-    pending = handle(req);
-  } catch (err) {
-    pending = Promise.reject(err);
-  }
-  pending.then(
+  const handled = ready.then(() => handle(req));
+  ready = handled.then((h) => h.holds?.catch(() => {}), () => {});
+  handled.then((h) => h.answer).then(
     (value) => post({ id, ok: true, value }),
     (err: unknown) => {
       const e = err instanceof Error ? err : new Error(String(err));

@@ -15,19 +15,24 @@
 //   a read sent after an insert was acknowledged sees it, and a snapshot sent right after the
 //   journal was rotated holds exactly the lines of the closed segments. The worker then writes the
 //   file (temp → fsync → rename → fsync dir → delete covered segments) while this thread carries on.
+// - Every file operation, on both threads, goes through a StoreFs (fs.ts), which also holds the
+//   protocols that make files and their names durable.
+// - One process per database: opening takes the database's lock file (lock.ts) before touching
+//   any other file; close releases it.
 // - Start-up (in the worker) loads the snapshot and replays every remaining segment idempotently by
 //   (user_id, id); unparseable lines (a torn tail) are skipped and reported.
 // - /api/stats reads aggregates kept per user on insert and prune (sqlite-aggregates.ts) plus three
 //   indexed queries, instead of scanning the user's events.
 // - If the worker dies, every operation answers StoreUnavailableError (503) instead of hanging;
 //   acknowledged events are in the journal and come back at the next start.
-import { mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { StoredEvent } from '../event.ts';
 import { resolveRange, type Stats } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
+import { ensureDir, loadStoreFs, type StoreFsModule } from './fs.ts';
 import { JournalWriter, segmentPath } from './journal.ts';
+import { lockDatabase } from './lock.ts';
 import { ownerKey } from './sqlite-row.ts';
 import type { FromWorker, HealthFigures, InitResult, Request, RowsResult, ToWorker } from './sqlite-worker.ts';
 import { StoreUnavailableError, type AppUser, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
@@ -60,6 +65,8 @@ export interface SqliteStoreOptions {
   beforeSnapshotRename?: (tempPath: string) => void | Promise<void>;
   /** Test seam: receives the worker thread that owns the database (tests stop it to see a crash). */
   onWorker?: (worker: Worker) => void;
+  /** Test seam: the file operations of both threads (default node:fs); see StoreFsModule. */
+  fsModule?: StoreFsModule;
 }
 
 export const DEFAULT_RETENTION_DAYS = 90;
@@ -120,7 +127,11 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   const retentionIntervalMs = options.retentionIntervalMs ?? 60_000;
   const clock = options.now ?? Date.now;
 
-  await mkdir(dirname(path), { recursive: true });
+  const fs = await loadStoreFs(options.fsModule);
+  await ensureDir(fs, dirname(path));
+  // Before any other file is touched: start-up removes temp files, which must never be another
+  // live process's snapshot in the making.
+  const lock = await lockDatabase(fs, path, log);
 
   // ---- the dedupe set: owner → ids stored for that owner ----
   // Kept here so acknowledging never waits for the worker; filled from the worker at start, it
@@ -130,7 +141,13 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   const drainWaiters: (() => void)[] = [];
 
   // ---- the worker and its requests ----
-  const worker = startWorker();
+  let worker: Worker;
+  try {
+    worker = startWorker();
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
   options.onWorker?.(worker);
   let nextId = 0;
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
@@ -191,21 +208,23 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   });
 
   let init: InitResult;
+  let writer: JournalWriter;
   try {
     init = await request<InitResult>({
       op: 'init',
-      args: { path, retentionDays, maxEvents, now: clock(), askBeforeRename: !!options.beforeSnapshotRename },
+      args: { path, retentionDays, maxEvents, now: clock(), askBeforeRename: !!options.beforeSnapshotRename, fs: options.fsModule },
     });
+    writer = await JournalWriter.open(fs, path, init.lastSegment + 1);
   } catch (err) {
     await worker.terminate();
+    await lock.release();
     throw err;
   }
 
   for (const [owner, ids] of Object.entries(init.keys)) keys.set(owner, new Set(ids.split('\n')));
   (init as { keys: unknown }).keys = null;
 
-  // ---- journal writer, group commit and snapshots ----
-  const writer = await JournalWriter.open(path, init.lastSegment + 1);
+  // ---- group commit and snapshots ----
   let queue: Op[] = [];
   let running = false;
   let tornTail = false;
@@ -461,9 +480,13 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         }
       } finally {
         closed = true;
-        await writer.close();
-        if (writer.bytes === 0) await rm(segmentPath(path, writer.seq), { force: true });
-        await worker.terminate();
+        try {
+          await writer.close();
+          if (writer.bytes === 0) await fs.remove(segmentPath(path, writer.seq));
+          await worker.terminate();
+        } finally {
+          await lock.release();
+        }
       }
     },
   };

@@ -17,9 +17,10 @@
 // sql.js is pinned; if its text ever differs, the stock module is used and `fileGrowth` says so (a
 // test holds the pinned version to the change).
 import { createRequire } from 'node:module';
-import { open, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Database, SqlJsStatic } from 'sql.js';
+import { nodeFs, type StoreFs } from './fs.ts';
 
 /**
  * sql.js 1.16.0's write to a file (`a.Ua` its bytes, `a.Wa` the bytes used, `g` the size needed;
@@ -95,32 +96,15 @@ export function databaseFile(db: Database): Uint8Array | null {
  * A database file's bytes in a resizable buffer (null if there is no file), for `new SQL.Database()`:
  * the loaded sql.js keeps them as its file without a copy, and grows them in place.
  */
-export async function readDatabaseFile(path: string): Promise<Uint8Array | null> {
-  let file;
-  try {
-    file = await open(path, 'r');
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ENOENT') return null;
-    throw err;
-  }
-  try {
-    const size = (await file.stat()).size;
-    let bytes: Uint8Array;
+export function readDatabaseFile(path: string, fs: StoreFs = nodeFs): Promise<Uint8Array | null> {
+  return fs.read(path, (size) => {
     try {
       const options = { maxByteLength: Math.max(size, MAX_FILE_BYTES) };
-      bytes = new Uint8Array(new (ArrayBuffer as unknown as new (n: number, o: typeof options) => ArrayBuffer)(size, options));
+      return new Uint8Array(new (ArrayBuffer as unknown as new (n: number, o: typeof options) => ArrayBuffer)(size, options));
     } catch {
-      bytes = new Uint8Array(size); // no address space to reserve: sql.js copies it, as it always did
+      return new Uint8Array(size); // no address space to reserve: sql.js copies it, as it always did
     }
-    for (let at = 0; at < size; ) {
-      const { bytesRead } = await file.read(bytes, at, Math.min(size - at, 16 << 20), at);
-      if (bytesRead === 0) return bytes.subarray(0, at); // shrank while read: the caller sees what is there
-      at += bytesRead;
-    }
-    return bytes;
-  } finally {
-    await file.close();
-  }
+  });
 }
 
 export interface LoadedSqlJs {
