@@ -1,5 +1,6 @@
 // Ingest throughput and latency against a bare server that only parses the same JSON, same run.
-// BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_RUNTIMES (node,deno), BENCH_STORES (memory,sqlite)
+// BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_CONNECTIONS (50), BENCH_RUNTIMES (node,deno), BENCH_STORES (memory,sqlite),
+// BENCH_PAYLOADS (single,batch20)
 // BENCH_COMPARE=<git ref>: also serve that commit's server.ts in the same rounds, to measure a change
 // (figures go to their own section of BENCHMARKS.md, "ingest-compare").
 import { execFileSync } from 'node:child_process';
@@ -14,6 +15,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const runtimes = (process.env.BENCH_RUNTIMES ?? 'node,deno').split(',');
 const stores = (process.env.BENCH_STORES ?? 'memory,sqlite').split(',');
+const only = (process.env.BENCH_PAYLOADS ?? 'single,batch20').split(',');
 const compare = process.env.BENCH_COMPARE;
 const tmp = mkdtempSync(tmpdir() + '/watchtower-bench-');
 
@@ -51,7 +53,7 @@ const rows: string[] = [];
 const changes: string[] = [];
 try {
   for (const runtime of runtimes) {
-    for (const [payload, body] of Object.entries(payloads) as [keyof typeof payloads, string][]) {
+    for (const [payload, body] of (Object.entries(payloads) as [keyof typeof payloads, string][]).filter(([name]) => only.includes(name))) {
       const bodyFile = `${tmp}/${payload}.json`;
       writeFileSync(bodyFile, body);
       const results = new Map<string, (WrkResult & { cpuUs: number })[]>();

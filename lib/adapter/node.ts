@@ -149,9 +149,10 @@ for (const key of ['arrayBuffer', 'blob', 'clone', 'formData', 'json', 'text', '
 }
 Object.setPrototypeOf(requestPrototype, Request.prototype);
 
-// A Host is checked once per connection (keep-alive clients repeat it): the URL parser must accept
-// it and find in it the very host name given, so no user info, path or bad port slips into the URL.
-const CHECKED_HOST = Symbol('checkedHost');
+// A Host is valid when the URL parser accepts it and finds in it the very host name given, so no
+// user info, path or bad port slips into the URL. A server is mostly reached under one name: the
+// last valid Host is remembered, and the parser runs only when another arrives.
+let lastValidHost = 'localhost';
 
 function validHost(host: string): boolean {
   try {
@@ -171,12 +172,11 @@ export function requestUrl(incoming: IncomingMessage, origin?: string): string {
   }
   if (origin !== undefined) return origin + target;
   const host = incoming.headers.host ?? 'localhost';
-  const socket = incoming.socket as IncomingMessage['socket'] & { [CHECKED_HOST]?: string; encrypted?: boolean };
-  if (socket[CHECKED_HOST] !== host) {
+  if (host !== lastValidHost) {
     if (!validHost(host)) throw new HttpError(400, 'invalid_host', 'Invalid Host header');
-    socket[CHECKED_HOST] = host;
+    lastValidHost = host;
   }
-  return `${socket.encrypted ? 'https' : 'http'}://${host}${target}`;
+  return `${(incoming.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${host}${target}`;
 }
 
 /** A lazy web Request over an IncomingMessage, for a URL from requestUrl. */
