@@ -76,8 +76,10 @@ test('envelope: the hand-written check agrees with the valibot schema on any inp
       // valibot assigns each key of its output, so an own `__proto__` field (fast-check makes them,
       // as JSON.parse does) sets the output's prototype there; the hot path keeps the object parsed,
       // and normalise() drops that field (test/event.test.ts).
+      // Compared as plain objects: fast-check also makes objects with a null prototype, which the hot
+      // path passes on as they are and valibot copies into an ordinary object.
       if (ok && !Object.hasOwn(item as object, '__proto__')) {
-        assert.equal(validateEvents([item], 10).valid[0], v.parse(EventEnvelope, item), 'same output: type trimmed, custom fields kept');
+        assert.equal({ ...validateEvents([item], 10).valid[0] }, { ...v.parse(EventEnvelope, item) }, 'same output: type trimmed, custom fields kept');
       }
     }),
     { numRuns: 3000 },

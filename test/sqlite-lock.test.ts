@@ -81,6 +81,22 @@ function sleeper(): ChildProcess {
   return child;
 }
 const exited = (c: ChildProcess) => new Promise<void>((r) => (c.exitCode !== null || c.signalCode !== null ? r() : c.once('exit', () => r())));
+/**
+ * Until the kernel no longer runs `pid` (gone, or a zombie not reaped yet): on a loaded machine the
+ * child's exit event can come before its process is torn down, and a lock naming a running process
+ * is rightly refused.
+ */
+async function gone(pid: number) {
+  for (const until = Date.now() + 5000; Date.now() < until; await new Promise((r) => setTimeout(r, 20))) {
+    try {
+      process.kill(pid, 0);
+      const state = hasProc ? readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] : undefined;
+      if (state === 'Z' || state === 'X') return;
+    } catch {
+      return;
+    }
+  }
+}
 
 test('a second store on the same database is refused while the first is open, and opens once it is closed', async () => {
   const path = tempDb();
@@ -112,6 +128,7 @@ test('a live holder is refused with its pid, and nothing else is touched; once i
 
   holder.kill('SIGKILL');
   await exited(holder);
+  await gone(holder.pid!);
   const logs: string[] = [];
   const store = await open(path, (m) => logs.push(m));
   assert.ok(logs.some((l) => l.includes(`took over ${path}.lock from process ${holder.pid}, which is not running`)), logs.join('\n'));
