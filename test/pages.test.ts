@@ -11,10 +11,10 @@ import * as assert from 'uvu/assert';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { DASHBOARD_CLIENT_ID, OIDC_SCOPE, startOidc, type OidcServer } from './helpers/oidc.ts';
 import { ROOT, startServer, type RunningServer } from './helpers/server.ts';
+import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
 
 declare const Deno: unknown;
 
-const CHROMIUM = process.env.WATCHTOWER_CHROMIUM || '/usr/bin/chromium';
 const SUITE_LIMIT_MS = 180_000;
 const DEV_CONFIG = { mode: 'dev', issuer: '', clientId: '', publishableKey: '', scope: '' };
 const configScript = (config: object) => `window.WATCHTOWER_CONFIG = ${JSON.stringify(config)};`;
@@ -31,11 +31,7 @@ function freePort(): Promise<number> {
   });
 }
 
-if (!existsSync(CHROMIUM) && process.env.WATCHTOWER_REQUIRE_BROWSER !== '1') {
-  console.log(`Browser tests not run: no Chromium at ${CHROMIUM} (set WATCHTOWER_CHROMIUM to its path; CI sets WATCHTOWER_REQUIRE_BROWSER=1 to make this a failure).`);
-} else {
-  register();
-}
+if (browserSuiteRuns('Browser tests')) register();
 
 function build(): void {
   // The test's own build of the page bundles and the SDK, so it never runs against stale files.
@@ -119,12 +115,7 @@ function register() {
     }, SUITE_LIMIT_MS);
     build();
     server = await startServer();
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking'],
-      timeout: 30_000,
-    });
+    browser = await launchChromium();
   });
 
   test.after(async () => {

@@ -4,16 +4,15 @@
 // routing have no network address, and Chromium's local network access checks then block their
 // requests to 127.0.0.1.)
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Browser, BrowserContext, Page, Request as PwRequest } from 'playwright-core';
 import { ROOT, startServer, type RunningServer } from './helpers/server.ts';
+import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
 
 declare const Deno: unknown;
 
-const CHROMIUM = process.env.WATCHTOWER_CHROMIUM || '/usr/bin/chromium';
 const SUITE_LIMIT_MS = 120_000;
 
 interface StoredEvent {
@@ -28,11 +27,7 @@ interface StoredEvent {
   data: Record<string, unknown>;
 }
 
-if (!existsSync(CHROMIUM) && process.env.WATCHTOWER_REQUIRE_BROWSER !== '1') {
-  console.log(`SDK browser tests not run: no Chromium at ${CHROMIUM} (set WATCHTOWER_CHROMIUM to its path; CI sets WATCHTOWER_REQUIRE_BROWSER=1 to make this a failure).`);
-} else {
-  register();
-}
+if (browserSuiteRuns('SDK browser tests')) register();
 
 function register() {
   let server: RunningServer;
@@ -117,12 +112,7 @@ function register() {
     await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
     appPort = (appServer.address() as { port: number }).port;
     appOrigin = `http://127.0.0.1:${appPort}`;
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
-      timeout: 30_000,
-    });
+    browser = await launchChromium();
   });
 
   test.after(async () => {

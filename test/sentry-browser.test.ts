@@ -2,7 +2,6 @@
 // loads from one 127.0.0.1 port, reporting to a capturing server on another port (cross-origin, as
 // in a customer's app). What it sends goes through the service's body reader and the Sentry
 // protocol layer (docs/sentry.md). Skipped without a browser, like test/sdk-browser.test.ts.
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,17 +10,13 @@ import type { RawEvent } from '../lib/event.ts';
 import { validateEvents } from '../lib/schema.ts';
 import { ROOT } from './helpers/server.ts';
 import { capturedEvents, startSentryCapture, type SentryCapture } from './helpers/sentry-capture.ts';
+import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
 
-const CHROMIUM = process.env.WATCHTOWER_CHROMIUM || '/usr/bin/chromium';
 const KEY = 'fedcba9876543210fedcba9876543210';
 
 type Mapped = RawEvent & { data: Record<string, any> };
 
-if (!existsSync(CHROMIUM) && process.env.WATCHTOWER_REQUIRE_BROWSER !== '1') {
-  console.log(`Sentry browser SDK tests not run: no Chromium at ${CHROMIUM} (set WATCHTOWER_CHROMIUM; WATCHTOWER_REQUIRE_BROWSER=1 makes this a failure).`);
-} else {
-  register();
-}
+if (browserSuiteRuns('Sentry browser SDK tests')) register();
 
 function register() {
   let capture: SentryCapture;
@@ -68,12 +63,7 @@ function register() {
     });
     await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
     pageOrigin = `http://127.0.0.1:${(pageServer.address() as { port: number }).port}`;
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
-      timeout: 30_000,
-    });
+    browser = await launchChromium();
   });
 
   test.after(async () => {

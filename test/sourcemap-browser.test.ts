@@ -1,7 +1,6 @@
 // Source maps end to end in a real browser: an app built by esbuild (minified, hashed file name, a
 // linked map) runs in headless Chromium from a server of its own, fails on a click, and the stack
 // the page saw is parsed and mapped back to the original file, line and function names.
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { test } from 'uvu';
@@ -11,14 +10,10 @@ import { groupEvent } from '../lib/issues/fingerprint.ts';
 import { symbolicate } from '../lib/issues/sourcemap.ts';
 import { parseStack } from '../lib/issues/stack.ts';
 import { type Bundle, buildApp, lineOf } from './helpers/bundle.ts';
+import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
 
-const CHROMIUM = process.env.WATCHTOWER_CHROMIUM || '/usr/bin/chromium';
 
-if (!existsSync(CHROMIUM) && process.env.WATCHTOWER_REQUIRE_BROWSER !== '1') {
-  console.log(`Source-map browser tests not run: no Chromium at ${CHROMIUM} (set WATCHTOWER_CHROMIUM to its path; CI sets WATCHTOWER_REQUIRE_BROWSER=1 to make this a failure).`);
-} else {
-  register();
-}
+if (browserSuiteRuns('Source-map browser tests')) register();
 
 function register() {
   let app: Bundle;
@@ -49,12 +44,7 @@ function register() {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
-      timeout: 30_000,
-    });
+    browser = await launchChromium();
     const page = await browser.newPage();
     page.setDefaultTimeout(10_000);
     await page.goto(`${origin}/`, { waitUntil: 'load' });
