@@ -272,7 +272,10 @@ export async function writeResponse(response: Response, outgoing: ServerResponse
       }
     }
   } catch {
-    // The body errored (a dropped slow subscriber): end what was sent.
+    // The body errored after the headers went out (a dropped slow subscriber, an export whose store
+    // failed): break the connection, so the client sees an unfinished answer rather than a complete
+    // one cut short.
+    outgoing.destroy();
   } finally {
     finished = true;
     outgoing.end();
