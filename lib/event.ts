@@ -30,6 +30,11 @@ export interface StoredEvent {
   message: string | null;
   severity: string | null;
   data: Record<string, unknown>;
+  /**
+   * The project whose ingest key the event came with (README "Projects"); set by the server only,
+   * absent on events sent without a key. A client's own `projectId` field is dropped by normalise.
+   */
+  projectId?: string;
 }
 
 /** Client timestamps further ahead than this are replaced by server time (clock skew). */
@@ -68,6 +73,8 @@ export interface NormaliseContext {
   receivedAt?: string;
 }
 
+const RESERVED = new Set(['__proto__', 'projectId']);
+
 /** Pure: a validated inbound event → the stored shape. */
 export function normalise(raw: RawEvent, ctx: NormaliseContext): StoredEvent {
   const data = isPlainObject(raw.data) ? (raw.data as Record<string, unknown>) : {};
@@ -97,7 +104,8 @@ export function normalise(raw: RawEvent, ctx: NormaliseContext): StoredEvent {
   };
   // A field named __proto__ (JSON.parse makes it an own property) would set the prototype of the
   // stored event if assigned: it is dropped.
-  for (const key in raw) if (!MAPPED.has(key) && key !== '__proto__' && Object.hasOwn(raw, key)) event[key] = raw[key];
+  // projectId is the server's to set (from a project key): a client's would claim a project.
+  for (const key in raw) if (!MAPPED.has(key) && !RESERVED.has(key) && Object.hasOwn(raw, key)) event[key] = raw[key];
   return event;
 }
 

@@ -112,4 +112,10 @@ test('normalise: a custom field named __proto__ is dropped and cannot change the
   assert.not.ok(Object.hasOwn(e, '__proto__'));
 });
 
+test('normalise: a client cannot claim a project (projectId is set by the server from a key only)', () => {
+  const e = normalise({ type: 'custom', projectId: '1', kept: 1 } as unknown as RawEvent, { now: 0, owner: 'u' });
+  assert.not.ok(Object.hasOwn(e, 'projectId'));
+  assert.is(e.kept, 1);
+});
+
 test.run();

@@ -104,16 +104,22 @@ const selected = (inserted: readonly StoredEvent[], f: EventFilter) =>
     const t = Date.parse(e.receivedAt);
     return e.user_id === f.userId && (f.type === undefined || e.type === f.type) &&
       (f.version === undefined || e.deployVersion === f.version) &&
-      (f.since === undefined || t >= f.since) && (f.until === undefined || t < f.until);
+      (f.since === undefined || t >= f.since) && (f.until === undefined || t < f.until) &&
+      (f.projectId === undefined || e.projectId === f.projectId);
   });
 
 /**
  * Registers and runs the contract suite for one store. `rollupStats`: the store answers stats
  * without a range from rollups, so exactly as computeStats, percentiles at 1 ms included; other
  * stores' answers without a range are compared at 1 ms (atMs). Answers within a range are
- * compared as they are, for every store.
+ * compared as they are, for every store. `projects`: the store keeps StoredEvent.projectId and
+ * filters by it (every store must; the flag goes once a store does).
  */
-export function storeContract(name: string, factory: () => Promise<Store>, options: { rollupStats?: boolean } = {}) {
+export function storeContract(
+  name: string,
+  factory: () => Promise<Store>,
+  options: { rollupStats?: boolean; projects?: boolean } = {},
+) {
   const asStored = options.rollupStats === true ? (s: Stats) => s : atMs;
   const t = suite(`store contract: ${name}`);
   const opened: Store[] = [];
@@ -466,6 +472,47 @@ export function storeContract(name: string, factory: () => Promise<Store>, optio
           assert.instance(e, RangeError, JSON.stringify(range));
         }
       }
+    });
+  }
+
+  if (options.projects === true) {
+    t('projects: projectId is kept; list, export and stats filter by it, within the owner only', async () => {
+      const store = await open();
+      const now = Date.parse('2026-05-16T12:00:00.000Z');
+      let seed = 5;
+      const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+      const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)];
+      const all: StoredEvent[] = [];
+      for (let i = 0; i < 300; i++) {
+        const e = ev({
+          id: `pj-${i}`,
+          type: pick(['pageload', 'error', 'click', 'feedback']),
+          sessionId: pick(['a', 'b', 'c']),
+          route: pick(['/', '/x']),
+          data: { duration: Math.floor(rand() * 900), rating: 1 + Math.floor(rand() * 5) },
+        }, pick(['pj', 'pj', 'other']), now - Math.floor(rand() * 3 * DAY));
+        const project = pick(['1', '2', undefined]);
+        all.push(project === undefined ? e : { ...e, projectId: project });
+      }
+      for (let i = 0; i < all.length; i += 29) await store.insert(all.slice(i, i + 29));
+      const of = (project: string) => all.filter((e) => e.user_id === 'pj' && e.projectId === project);
+      const listed = (await store.list({ userId: 'pj', projectId: '1', limit: 1000 })).events;
+      assert.equal(listed, [...of('1')].reverse());
+      assert.equal(listed.map((e) => e.projectId), of('1').map(() => '1'), 'projectId is read back');
+      assert.equal(await exported(store, { userId: 'pj', projectId: '2', batchSize: 7 }, 'project 2'), of('2'));
+      assert.equal(
+        (await store.list({ userId: 'pj', projectId: '1', type: 'error', since: now - DAY, limit: 1000 })).events,
+        selected(all, { userId: 'pj', projectId: '1', type: 'error', since: now - DAY }).reverse(),
+      );
+      assert.equal(await store.list({ userId: 'pj', projectId: '9', limit: 10 }), { events: [], nextCursor: null });
+      assert.equal(await store.list({ userId: 'other', projectId: '1', limit: 1 }).then((p) => p.events.length), 1);
+      for (const project of ['1', '2']) {
+        assert.equal(asStored(await store.stats('pj', now, undefined, project)), computeStats(of(project), now), `project ${project}`);
+        const range: StatsRange = { from: now - 2 * DAY + 1234, to: now - HOUR + 5, interval: 'hour' };
+        assert.equal(await store.stats('pj', now, range, project), computeStats(of(project), now, range), `project ${project} in a range`);
+      }
+      assert.equal(asStored(await store.stats('pj', now)), computeStats(all.filter((e) => e.user_id === 'pj'), now), 'all projects');
+      assert.equal(await store.stats('pj', now, undefined, '9'), computeStats([], now));
     });
   }
 

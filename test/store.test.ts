@@ -6,7 +6,7 @@ import { createMemoryStore } from '../lib/store/memory.ts';
 import { openSqliteStore } from '../lib/store/sqlite.ts';
 import { storeContract } from './store-contract.ts';
 
-storeContract('memory', async () => createMemoryStore(), { rollupStats: true });
+storeContract('memory', async () => createMemoryStore(), { rollupStats: true, projects: true });
 
 const dirs: string[] = [];
 process.on('exit', () => {

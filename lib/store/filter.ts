@@ -15,6 +15,7 @@ export function eventMatcher(f: EventFilter): (e: StoredEvent) => boolean {
     if (e.user_id !== f.userId) return false;
     if (f.type !== undefined && e.type !== f.type) return false;
     if (f.version !== undefined && e.deployVersion !== f.version) return false;
+    if (f.projectId !== undefined && e.projectId !== f.projectId) return false;
     if (!timed) return true;
     if (e.receivedAt !== iso) ms = Date.parse((iso = e.receivedAt));
     return ms >= since && ms < until;

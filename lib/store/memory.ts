@@ -29,35 +29,66 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
     return set;
   };
   const users = new Map<string, AppUser>();
-  // Owned events only: statistics are per user, unowned events appear for no one.
-  const stats = new Map<string, { rollups: UserRollups; window: LiveWindow }>();
+  // Owned events only: statistics are per user, unowned events appear for no one. Rollups per
+  // scope: the user's (every event they own) and, for keyed events, also the user's within the
+  // project, so `project=` statistics cost what a user's do.
+  interface Scope { rollups: UserRollups; window: LiveWindow }
+  const stats = new Map<string, Scope>();
+  const projectStats = new Map<string, Map<string, Scope>>();
+  const scopeOf = (userId: string, projectId: string | undefined, create: boolean): Scope | undefined => {
+    let scopes = stats;
+    if (projectId !== undefined) {
+      let m = projectStats.get(userId);
+      if (!m && create) projectStats.set(userId, (m = new Map()));
+      if (!m) return undefined;
+      [scopes, userId] = [m, projectId];
+    }
+    let u = scopes.get(userId);
+    if (!u && create) scopes.set(userId, (u = { rollups: new UserRollups(), window: new LiveWindow() }));
+    return u;
+  };
+  const dropScope = (userId: string, projectId: string | undefined) => {
+    if (projectId === undefined) return void stats.delete(userId);
+    const m = projectStats.get(userId)!;
+    m.delete(projectId);
+    if (m.size === 0) projectStats.delete(userId);
+  };
   // A batch's events share one receivedAt: parse it once (one cache for inserts, one for evictions).
   const parser = () => {
     let iso = '', ms = NaN;
     return (e: StoredEvent) => (e.receivedAt === iso ? ms : (ms = Date.parse((iso = e.receivedAt))));
   };
   const insertedMs = parser(), evictedMs = parser();
+  const USER_ONLY = [undefined];
+  const scopesOf = (e: StoredEvent) => (e.projectId === undefined ? USER_ONLY : [undefined, e.projectId]);
   const track = (e: StoredEvent) => {
     if (e.user_id === null) return;
-    let u = stats.get(e.user_id);
-    if (!u) stats.set(e.user_id, (u = { rollups: new UserRollups(), window: new LiveWindow() }));
     const row = rollupRow(e, insertedMs(e));
-    u.rollups.add(row);
-    u.window.add(e, row.receivedMs, row.route);
+    for (const project of scopesOf(e)) {
+      const u = scopeOf(e.user_id, project, true)!;
+      u.rollups.add(row);
+      u.window.add(e, row.receivedMs, row.route);
+    }
   };
   const untrack = (e: StoredEvent) => {
-    const u = e.user_id === null ? undefined : stats.get(e.user_id);
-    if (!u) return;
+    if (e.user_id === null) return;
     const row = rollupRow(e, evictedMs(e));
-    u.rollups.remove(row);
-    u.window.remove(e, row.receivedMs, row.route);
-    if (u.rollups.empty) stats.delete(e.user_id!);
+    for (const project of scopesOf(e)) {
+      const u = scopeOf(e.user_id, project, false);
+      if (!u) continue;
+      u.rollups.remove(row);
+      u.window.remove(e, row.receivedMs, row.route);
+      if (u.rollups.empty) dropScope(e.user_id, project);
+    }
   };
 
   const held = () => buffer.length - head;
-  const ofUser = (userId: string) => {
+  const ofUser = (userId: string, projectId?: string) => {
     const out: StoredEvent[] = [];
-    for (let i = head; i < buffer.length; i++) if (buffer[i].user_id === userId) out.push(buffer[i]);
+    for (let i = head; i < buffer.length; i++) {
+      const e = buffer[i];
+      if (e.user_id === userId && (projectId === undefined || e.projectId === projectId)) out.push(e);
+    }
     return out;
   };
 
@@ -115,12 +146,12 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
         if (batch.length) yield batch;
       }
     },
-    async stats(userId: string, now: number, range?: StatsRange): Promise<Stats> {
-      const u = stats.get(userId);
+    async stats(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats> {
+      const u = scopeOf(userId, projectId, false);
       const plan = planStats(now, range, u?.window.newest);
       if (!u) return assembleStats({ plan, rollups: new UserRollups(), edges: [], recents: NO_RECENTS });
       let mine: StoredEvent[] | undefined;
-      const held = () => (mine ??= ofUser(userId));
+      const held = () => (mine ??= ofUser(userId, projectId));
       const inSpans = (t: number) => plan.rawSpans.some(([start, end]) => t >= start && t < end);
       const edges = plan.rawSpans.length
         ? HourRollup.fromRows(held().map((e) => rollupRow(e)).filter((row) => inSpans(row.receivedMs)))

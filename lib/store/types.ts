@@ -18,6 +18,8 @@ export interface EventFilter {
   since?: number;
   /** Only events received before this time. */
   until?: number;
+  /** Only events ingested with this project's key (StoredEvent.projectId). */
+  projectId?: string;
 }
 
 /** One page of GET /api/events: newest first, continued with `before`. */
@@ -114,9 +116,10 @@ export interface Store {
   export(query: ExportQuery): AsyncIterable<StoredEvent[]>;
   /**
    * Statistics (docs/api.md#stats) over one user's events, within `range` when given; must equal
-   * computeStats over them. Throws RangeError for a range resolveRange refuses.
+   * computeStats over them. Throws RangeError for a range resolveRange refuses. With `projectId`,
+   * only the user's events of that project count (as computeStats over those events).
    */
-  stats(userId: string, now: number, range?: StatsRange): Promise<Stats>;
+  stats(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats>;
   /** Upserts the app user keyed by idp_user_id (docs/api.md#users-sync) and returns the stored record. */
   upsertUser(user: UserSync, now: number): Promise<AppUser>;
   getUser(idpUserId: string): Promise<AppUser | null>;
