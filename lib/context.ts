@@ -1,6 +1,7 @@
 // What every route receives: the dependencies of one handler instance.
 import type { Authenticator } from './auth.ts';
 import type { Hub } from './hub.ts';
+import type { RecordStore } from './records/types.ts';
 import type { Store } from './store/types.ts';
 import type { RateLimiter } from './ratelimit.ts';
 import type { FileAccess } from './static.ts';
@@ -8,6 +9,7 @@ import { HttpError, unauthorized, type JsonReply } from './http.ts';
 
 export interface Context {
   store: Store;
+  records: RecordStore;
   auth: Authenticator;
   hub: Hub;
   now: () => number;

@@ -13,9 +13,16 @@ import { health, stats, syncUser } from './routes/read.ts';
 import { eventStream } from './routes/stream.ts';
 import { developerStream, insights, query } from './routes/developer.ts';
 import type { Store } from './store/types.ts';
+import { createMemoryRecords } from './records/memory.ts';
+import type { RecordStore } from './records/types.ts';
 
 export interface HandlerDeps {
   store: Store;
+  /**
+   * Where projects, issues, alert rules and source maps are kept (lib/records/types.ts): the store's
+   * companion (openSqliteRecords, openPostgresRecords). Default: in memory, lost on restart.
+   */
+  records?: RecordStore;
   /** Who is asking; defaults to trusting the X-IdP-User-Id header (development, README "Identity"). */
   auth?: Authenticator;
   hub?: Hub;
@@ -65,6 +72,7 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
   if (!/^(\/[\w.~-]+)*$/.test(base)) throw new TypeError(`basePath must be a path like /telemetry, not ${JSON.stringify(deps.basePath)}`);
   const ctx: Context = {
     store: deps.store,
+    records: deps.records ?? createMemoryRecords(),
     auth: deps.auth ?? createAuthenticator({ trustHeader: true }),
     hub: deps.hub ?? createHub(),
     now: deps.now ?? Date.now,

@@ -7,6 +7,8 @@ export { loadConfig, ConfigError, type Config } from './config.ts';
 export { createAuthenticator, type Authenticator, type Identity } from './auth.ts';
 export { createHub, type Hub } from './hub.ts';
 export { createMemoryStore } from './store/memory.ts';
+export { createMemoryRecords } from './records/memory.ts';
+export { RecordConflictError, type RecordStore, type StoredRecord } from './records/types.ts';
 export type { Store, EventQuery, EventFilter, EventPage, ExportQuery, AppUser, UserSync, StoreHealth } from './store/types.ts';
 export { normalise, uuidv7, KNOWN_EVENT_TYPES, type StoredEvent, type RawEvent } from './event.ts';
 export { validateEvents, batchItems, EventEnvelope, MAX_BATCH } from './schema.ts';
