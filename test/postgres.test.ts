@@ -63,7 +63,7 @@ async function register() {
   });
 
   // The shared contract; its factory must return a fresh, empty store: each gets a database of its own.
-  storeContract('postgres', openFreshPostgresStore);
+  storeContract('postgres', openFreshPostgresStore, { rollupStats: true, projects: true });
 
   test('insert → list round trip: events read back deep-equal, most recent first, with NUL and lone surrogates', async () => {
     const store = await open();
@@ -385,7 +385,7 @@ async function register() {
     for (const server of [a, b]) {
       await until(async () => (await post(server, { type: 'click', id: `resume-${server.port}` }, 'killer')).status === 200, 10_000);
     }
-    const stored = new Set((await db.query((sql) => sql`select id from watchtower_events where user_id = 'killer'`)).map((r) => r.id as string));
+    const stored = new Set((await db.query((sql) => sql`select metadata->>'id' as id from watchtower_events where user_id = 'killer'`)).map((r) => r.id as string));
     const lost = acked.filter((id) => !stored.has(id));
     assert.equal(lost, [], `acknowledged but not stored: ${lost.length}`);
     assert.is(a.child.exitCode, null, 'A is still running');

@@ -3,10 +3,13 @@
 // See docs/architecture.md#postgresql-store.
 import postgres from 'postgres';
 import type { StoredEvent } from '../event.ts';
+import type { Recents } from '../live-window.ts';
+import { assembleStats, planStats, type StatsPlan } from '../rollup/assemble.ts';
+import { CounterRollups, counterPart, DAY_SESSIONS, eventCounters, HOUR_SESSIONS, TYPE, type Counter } from '../rollup/counters.ts';
+import { HourRollup, rollupRow, type RollupPart } from '../rollup/hour.ts';
 import {
-  ACTIVE_WINDOW_MS, LATENCY_POINTS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, UNKNOWN,
-  breakdownCounts, computeStats, feedbackRating, pageloadDuration, resolveRange, round2, routeKey, seriesLabels,
-  type LatencySummary, type ResolvedRange, type Stats,
+  ACTIVE_WINDOW_MS, DAY_MS, feedbackRating, HOUR_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS,
+  routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { isoBounds } from './filter.ts';
@@ -27,12 +30,20 @@ export interface PostgresStoreOptions {
   operationTimeoutMs?: number;
   /** NOTIFY channel shared by the instances of one deployment. */
   channel?: string;
+  /**
+   * Days of events kept (0, the default: all). Retention is by whole UTC days: a day's partitions
+   * are dropped once the whole day is more than this many days old.
+   */
+  retentionDays?: number;
+  /** How often an instance checks for days to drop and partitions to create (default 1 hour). */
+  maintenanceIntervalMs?: number;
 }
 
 export const DEFAULT_CHANNEL = 'watchtower_events';
 /** Sequence numbers per NOTIFY: 300 × (≤ 19 digits + comma) stays under the 8000-byte payload limit. */
 const NOTIFY_CHUNK = 300;
-const DAY_MS = 86_400_000;
+/** Partitions are created this many days ahead of today. */
+const DAYS_AHEAD = 2;
 /** How often an instance checks its LISTEN connection, and how long silence means it is lost. */
 const LISTEN_PING_MS = 3000;
 const LISTEN_TIMEOUT_MS = 8000;
@@ -61,14 +72,6 @@ const col = (s: string | null): string | null => (s !== null && s.includes('\u00
 // JSON escapes jsonb refuses: \u0000 and unpaired surrogates (JSON.stringify escapes only those).
 const JSONB_UNSAFE = /\\u0000|\\ud[89a-f][0-9a-f]{2}/gi;
 
-/** A timestamptz PostgreSQL accepts, or null (the exact string stays in the event itself). */
-function timestampColumn(iso: string): string | null {
-  const t = Date.parse(iso);
-  if (!Number.isFinite(t)) return null;
-  const year = new Date(t).getUTCFullYear();
-  return year >= 1 && year <= 9999 ? new Date(t).toISOString() : null;
-}
-
 /**
  * A PostgreSQL array literal, sent as one bound text parameter and cast in SQL (::text[], ::float8[]).
  * Elements are always double-quoted with \\ and " escaped, so no value can change the array's shape.
@@ -89,42 +92,61 @@ interface SeqRow extends Row { seq: string }
 const toEvent = (r: Row): StoredEvent => (r.raw !== null ? (JSON.parse(r.raw) as StoredEvent) : r.metadata);
 const ownerKey = (e: Pick<StoredEvent, 'user_id' | 'id'>) => `${e.user_id ?? ''}\u0000${e.id}`;
 
-/** The column arrays of a batch, as bound by the insert (exported for the layout benchmark). */
-export function eventColumns(batch: readonly StoredEvent[]) {
+/**
+ * The bound arrays of a batch's insert: one entry per event (its columns, dedupe key, receive day
+ * and hour), and one per rollup counter an event adds to (`c_*`, pointing at the event by its
+ * 1-based position), computed here by the same functions as computeStats so that the database only
+ * adds them up. Only events the insert newly stores count: the statement joins on what it stored.
+ */
+export function insertColumns(batch: readonly StoredEvent[]) {
   const cols = {
-    id: [] as (string | null)[], user_id: [] as (string | null)[], type: [] as (string | null)[],
-    ts: [] as (string | null)[], received_at: [] as string[], session_id: [] as (string | null)[],
-    app_version: [] as (string | null)[], page_url: [] as (string | null)[], source: [] as (string | null)[],
-    message: [] as (string | null)[], severity: [] as (string | null)[], route_key: [] as (string | null)[],
-    duration: [] as (number | null)[], ttfb: [] as (number | null)[], rating: [] as (number | null)[],
-    metadata: [] as string[], raw: [] as (string | null)[],
+    id: [] as (string | null)[], user_id: [] as (string | null)[], project_id: [] as (string | null)[],
+    type: [] as (string | null)[], received_at: [] as string[], day: [] as number[], hour: [] as number[],
+    session_id: [] as (string | null)[], app_version: [] as (string | null)[], route_key: [] as (string | null)[],
+    duration: [] as (number | null)[], rating: [] as (number | null)[], metadata: [] as string[], raw: [] as (string | null)[],
+    c_ord: [] as number[], c_scope: [] as (string | null)[], c_kind: [] as string[], c_key: [] as (string | null)[],
+    c_ms: [] as number[], c_micros: [] as number[],
   };
-  for (const e of batch) {
+  let iso = '', ms = NaN;
+  batch.forEach((e, i) => {
+    if (e.receivedAt !== iso) ms = Date.parse((iso = e.receivedAt));
     const duration = pageloadDuration(e);
-    const ttfb = e.data.ttfb;
     const json = JSON.stringify(e);
     const unsafe = JSONB_UNSAFE.test(json);
     JSONB_UNSAFE.lastIndex = 0;
     cols.id.push(col(e.id));
     cols.user_id.push(col(e.user_id));
+    cols.project_id.push(e.projectId === undefined ? null : col(e.projectId));
     cols.type.push(col(e.type));
-    cols.ts.push(timestampColumn(e.timestamp));
     cols.received_at.push(e.receivedAt);
+    cols.day.push(Math.floor(ms / DAY_MS));
+    cols.hour.push(Math.floor(ms / HOUR_MS));
     cols.session_id.push(col(e.sessionId));
     cols.app_version.push(col(e.deployVersion));
-    cols.page_url.push(col(e.page_url));
-    cols.source.push(col(e.source));
-    cols.message.push(col(e.message));
-    cols.severity.push(col(e.severity));
     cols.route_key.push(duration === null ? null : col(routeKey(e)));
     cols.duration.push(duration);
-    cols.ttfb.push(duration !== null && typeof ttfb === 'number' && Number.isFinite(ttfb) ? ttfb : null);
     cols.rating.push(feedbackRating(e));
     cols.metadata.push(unsafe ? json.replace(JSONB_UNSAFE, '\\ufffd') : json);
     cols.raw.push(unsafe ? json : null);
-  }
+    // Unowned events appear in no statistics.
+    if (e.user_id === null) return;
+    const counters = eventCounters(rollupRow(e, ms));
+    for (const scope of e.projectId === undefined ? [''] : ['', scopeOf(e.projectId)]) {
+      for (const c of counters) {
+        cols.c_ord.push(i + 1);
+        cols.c_scope.push(col(scope));
+        cols.c_kind.push(c.kind);
+        cols.c_key.push(col(c.key));
+        cols.c_ms.push(c.ms);
+        cols.c_micros.push(c.micros);
+      }
+    }
+  });
   return cols;
 }
+
+/** The rollup scope of a project's statistics ('' is all the user's events). */
+const scopeOf = (projectId: string | undefined) => (projectId === undefined ? '' : '#' + projectId);
 
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
   const log = options.log ?? (() => {});
@@ -174,6 +196,38 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     await sql.end({ timeout: 1 }).catch(() => {});
     throw err;
   }
+
+  // Days whose partitions this instance knows exist. An insert into a day it does not know asks
+  // for its partitions first (and the next days', so that midnight needs no DDL); an insert that
+  // still finds none (retention dropped a day it knew) forgets what it knew and asks again.
+  const knownDays = new Set<number>();
+  const ensurePartitions = async (first: number, last: number) => {
+    await guard('create partitions', () => sql`select watchtower_ensure_partitions(${first}::integer, ${last}::integer)`);
+    for (let d = first; d <= last; d++) knownDays.add(d);
+  };
+
+  /**
+   * Retention and partitions ahead, on every instance, under the partition lock (whichever instance
+   * comes first does the work; the others find it done). Dropping a day drops its events, its
+   * rollups and its sessions; the ids of its events are deleted, so that an event retried after
+   * its day was dropped is stored again (once).
+   */
+  const retentionDays = options.retentionDays ?? 0;
+  const maintain = async (now = Date.now()) => {
+    const today = Math.floor(now / DAY_MS);
+    await ensurePartitions(today - 1, today + DAYS_AHEAD);
+    if (retentionDays <= 0) return 0;
+    const cutoff = today - retentionDays;
+    const [{ dropped }] = await guard('retention', () => sql<{ dropped: number }[]>`select watchtower_drop_partitions(${cutoff}::integer) as dropped`);
+    await guard('retention', () => sql`delete from watchtower_event_ids where day < ${cutoff}::integer`);
+    for (const d of knownDays) if (d < cutoff) knownDays.delete(d);
+    if (dropped) log(`retention dropped ${dropped} day(s) of events received before ${new Date(cutoff * DAY_MS).toISOString()}`);
+    return dropped;
+  };
+  const maintenance = setInterval(() => {
+    maintain().catch((err: unknown) => log(`partition maintenance failed: ${err instanceof Error ? err.message : err}`));
+  }, options.maintenanceIntervalMs ?? 3_600_000);
+  (maintenance as { unref?: () => void }).unref?.();
 
   let listener: ((events: StoredEvent[]) => void) | null = null;
   let delivery: Promise<void> = Promise.resolve();
@@ -248,46 +302,93 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
   /** Inserts distinct events in one statement; resolves to the keys that were newly stored. */
   const writeBatch = async (batch: StoredEvent[]): Promise<Set<string>> => {
-    const cols = eventColumns(batch);
-    // Two statements inserting the same (owner, id)s in different orders (a client retrying a
-    // batch on another instance) can deadlock; PostgreSQL aborts one whole statement, which is
-    // then simply run again. Rows keep batch order (it is the read order), so sorting is no cure.
+    const cols = insertColumns(batch);
+    const missing = [...new Set(cols.day)].filter((d) => !knownDays.has(d));
+    if (missing.length) await ensurePartitions(Math.min(...missing), Math.max(...missing) + DAYS_AHEAD);
+    // Two statements inserting the same (owner, id)s or counters in different orders (a client
+    // retrying a batch on another instance) can deadlock; PostgreSQL aborts one whole statement,
+    // which is then simply run again.
     for (let attempt = 1; ; attempt++) {
       try {
         return await insertStatement(cols);
       } catch (err) {
-        if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
-        log(`insert deadlocked with another instance's; retrying (${attempt})`);
+        const code = (err as { code?: string }).code;
+        if (attempt >= 5 || (code !== '40P01' && code !== '23514')) throw err;
+        if (code === '23514') {
+          // "no partition of relation found for row": a partition this instance knew was dropped.
+          knownDays.clear();
+          await ensurePartitions(Math.min(...cols.day), Math.max(...cols.day) + DAYS_AHEAD);
+        } else log(`insert deadlocked with another instance's; retrying (${attempt})`);
       }
     }
   };
-  const insertStatement = async (cols: ReturnType<typeof eventColumns>): Promise<Set<string>> => {
-    // One statement: the insert and its NOTIFYs commit together (a notification is sent only
-    // for committed rows), and rows already stored for the same owner are skipped.
-    const rows = await guard('insert', () => sql<{ id: string; user_id: string | null }[]>`
-      with ins as (
+  const insertStatement = async (c: ReturnType<typeof insertColumns>): Promise<Set<string>> => {
+    // One statement, so one transaction without a reserved connection: the ids claimed, the rows,
+    // the rollups and the NOTIFYs commit together, and only for events not stored before (an id
+    // already claimed by the same owner is skipped, and neither stored nor counted). Rollups are
+    // one upsert per counter row of the batch, adding to what other instances added.
+    const rows = await guard('insert', () => sql<{ owner: string; id: string }[]>`
+      with input as (
+        select * from unnest(
+          ${pgArray(c.id)}::text[], ${pgArray(c.user_id)}::text[], ${pgArray(c.project_id)}::text[], ${pgArray(c.type)}::text[],
+          ${pgArray(c.received_at)}::text[], ${pgArray(c.day)}::int4[], ${pgArray(c.hour)}::int4[],
+          ${pgArray(c.session_id)}::text[], ${pgArray(c.app_version)}::text[], ${pgArray(c.route_key)}::text[],
+          ${pgArray(c.duration)}::float8[], ${pgArray(c.rating)}::int2[], ${pgArray(c.metadata)}::text[], ${pgArray(c.raw)}::text[]
+        ) with ordinality as t(id, user_id, project_id, type, received_at, day, hour, session_id, app_version, route_key,
+                               duration, rating, metadata, raw, ord)
+      ), claimed as (
+        insert into watchtower_event_ids (owner, id, day)
+        select coalesce(user_id, ''), id, day from input order by ord
+        on conflict do nothing
+        returning owner, id
+      ), fresh as (
+        select i.* from input i join claimed c on c.owner = coalesce(i.user_id, '') and c.id = i.id
+      ), ins as (
         insert into watchtower_events
-          (id, user_id, type, "timestamp", received_at, session_id, app_version, page_url, source,
-           message, severity, route_key, duration, ttfb, rating, metadata, raw)
-        select id, user_id, type, ts::timestamptz, received_at::timestamptz, session_id, app_version, page_url,
-               source, message, severity, route_key, duration, ttfb, rating, metadata::jsonb, raw
+          (user_id, project_id, type, received_at, session_id, app_version, route_key, duration, rating, metadata, raw)
+        select user_id, project_id, type, received_at::timestamptz, session_id, app_version, route_key, duration, rating,
+               metadata::jsonb, raw
+        from fresh order by ord
+        returning seq
+      ), counters as (
+        select f.user_id, k.scope, f.hour, f.day, f.session_id, k.kind, k.key, k.ms, k.micros
         from unnest(
-          ${pgArray(cols.id)}::text[], ${pgArray(cols.user_id)}::text[], ${pgArray(cols.type)}::text[], ${pgArray(cols.ts)}::text[],
-          ${pgArray(cols.received_at)}::text[], ${pgArray(cols.session_id)}::text[], ${pgArray(cols.app_version)}::text[],
-          ${pgArray(cols.page_url)}::text[], ${pgArray(cols.source)}::text[], ${pgArray(cols.message)}::text[], ${pgArray(cols.severity)}::text[],
-          ${pgArray(cols.route_key)}::text[], ${pgArray(cols.duration)}::float8[], ${pgArray(cols.ttfb)}::float8[],
-          ${pgArray(cols.rating)}::int2[], ${pgArray(cols.metadata)}::text[], ${pgArray(cols.raw)}::text[]
-        ) as t(id, user_id, type, ts, received_at, session_id, app_version, page_url, source,
-               message, severity, route_key, duration, ttfb, rating, metadata, raw)
-        on conflict ((coalesce(user_id, '')), id) do nothing
-        returning seq, id, user_id
+          ${pgArray(c.c_ord)}::int8[], ${pgArray(c.c_scope)}::text[], ${pgArray(c.c_kind)}::text[], ${pgArray(c.c_key)}::text[],
+          ${pgArray(c.c_ms)}::float8[], ${pgArray(c.c_micros)}::float8[]
+        ) as k(ord, scope, kind, key, ms, micros)
+        join fresh f on f.ord = k.ord
+      ), hour_sessions as (
+        insert into watchtower_rollup_sessions (user_id, scope, hour, session)
+        select distinct user_id, scope, hour, session_id from counters where kind = ${TYPE}::text and session_id is not null
+        order by 1, 2, 3, 4
+        on conflict do nothing
+        returning user_id, scope, hour
+      ), day_sessions as (
+        insert into watchtower_day_sessions (user_id, scope, day, session)
+        select distinct user_id, scope, day, session_id from counters where kind = ${TYPE}::text and session_id is not null
+        order by 1, 2, 3, 4
+        on conflict do nothing
+        returning user_id, scope, day
+      ), rolled as (
+        insert into watchtower_rollups as r (user_id, scope, hour, kind, key, ms, n, micros)
+        select user_id, scope, hour, kind::"char", key, ms, count(*), sum(micros) from (
+          select user_id, scope, hour, kind, key, ms, micros from counters
+          union all select user_id, scope, hour, ${HOUR_SESSIONS}::text, '', 0, 0 from hour_sessions
+          union all select user_id, scope, day * 24, ${DAY_SESSIONS}::text, '', 0, 0 from day_sessions
+        ) x
+        group by 1, 2, 3, 4, 5, 6
+        order by 1, 2, 3, 4, 5, 6
+        on conflict (user_id, scope, hour, kind, key, ms)
+          do update set n = r.n + excluded.n, micros = r.micros + excluded.micros
+        returning 1
       ), notified as (
         select pg_notify(${channel}, ${instance} || ' ' || string_agg(seq::text, ',' order by seq))
         from (select seq, (row_number() over (order by seq) - 1) / ${NOTIFY_CHUNK} as chunk from ins) c
         group by chunk
       )
-      select id, user_id, (select count(*) from notified) as notifications from ins`);
-    return new Set(rows.map((r) => `${r.user_id ?? ''}\u0000${r.id}`));
+      select owner, id, (select count(*) from notified) as notifications, (select count(*) from rolled) as counters
+      from claimed`);
+    return new Set(rows.map((r) => `${r.owner}\u0000${r.id}`));
   };
 
   // Group commit: requests that arrive while MAX_INFLIGHT statements are running are written
@@ -333,6 +434,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     return sql`user_id = ${col(f.userId)}
       ${f.type !== undefined ? sql`and type = ${col(f.type)}` : sql``}
       ${f.version !== undefined ? sql`and app_version = ${col(f.version)}` : sql``}
+      ${f.projectId !== undefined ? sql`and project_id = ${col(f.projectId)}` : sql``}
       ${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
       ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}`;
   };
@@ -386,10 +488,18 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       }
     },
 
-    async stats(userId, now, range): Promise<Stats> {
-      const resolved = resolveRange(range, now);
-      if (resolved) return guard('stats', () => rangeStatsOf(sql, col(userId)!, now, resolved));
-      return guard('stats', () => statsOf(sql, col(userId)!, now));
+    async stats(userId, now, range, projectId): Promise<Stats> {
+      const user = col(userId)!, scope = col(scopeOf(projectId))!;
+      // A bad range is a RangeError before any query.
+      planStats(now, range);
+      return guard('stats', async () => {
+        // The newest hour with rollups bounds the user's latest event: a range ending after it
+        // takes its last hour whole from rollups rather than reading its raw rows.
+        const [{ hour }] = await sql<{ hour: number | null }[]>`
+          select max(hour) as hour from watchtower_rollups where user_id = ${user} and scope = ${scope} and kind = ${TYPE}::text`;
+        const plan = planStats(now, range, hour === null ? -Infinity : (hour + 1) * HOUR_MS - 1);
+        return statsOf(sql, plan, user, scope, projectId === undefined ? null : col(projectId));
+      });
     },
 
     async upsertUser(u: UserSync, now) {
@@ -441,12 +551,19 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
     async close() {
       closed = true;
+      clearInterval(maintenance);
       listener = null;
       if (pinger) clearInterval(pinger);
       await listenSql?.end({ timeout: 1 }).catch(() => {});
       await sql.end({ timeout: 5 });
     },
   };
+  try {
+    await maintain();
+  } catch (err) {
+    await store.close().catch(() => {});
+    throw err;
+  }
   return store;
 }
 
@@ -486,152 +603,125 @@ async function migrate(sql: postgres.Sql, log: (msg: string) => void): Promise<v
   if (after !== before) log(`database schema migrated from version ${before ?? 0} to ${after}`);
 }
 
-/**
- * Statistics within a range, as an interim: the user's rows in range, in insertion order, then
- * computeStats. Exact, but it reads and holds every event of the range, so it is slow for long
- * ranges of busy users; the PostgreSQL store's rollups will answer ranges as the memory store does.
- */
-async function rangeStatsOf(sql: postgres.Sql, userId: string, now: number, range: ResolvedRange): Promise<Stats> {
-  const { since, until } = isoBounds({ since: range.from, until: range.to });
-  const rows = await sql<Row[]>`
-    select metadata, raw from watchtower_events
-    where user_id = ${userId}
-      ${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
-      ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}
-    order by seq`;
-  return computeStats(rows.map(toEvent), now, range);
+/** Hours of the series buckets that the range's edges cut: assembleStats unions their sessions. */
+function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, number][] {
+  if (r === null) return [];
+  const per = r.bucketMs / HOUR_MS;
+  const out: [number, number][] = [];
+  for (const i of new Set([0, r.buckets - 1])) {
+    const start = (r.firstBucket + i) * per, end = start + per;
+    if (start >= h0 && end <= h1) continue;
+    const a = Math.max(start, h0), b = Math.min(end, h1);
+    if (a < b) out.push([a, b]);
+  }
+  return out;
 }
 
-// The statistics of computeStats, in SQL, as one statement: one round trip and one consistent
-// snapshot, without a transaction. (A reserved connection, which sql.begin uses, whose backend dies
-// makes postgres.js 3.4.9 write to a null socket from a setImmediate and crash the process:
-// porsager/postgres#1208. Single statements on pooled connections fail cleanly instead.)
-async function statsOf(sql: postgres.Sql, userId: string, now: number): Promise<Stats> {
-  const activeFrom = new Date(now - ACTIVE_WINDOW_MS).toISOString();
-  const nowIso = new Date(now).toISOString();
+/**
+ * Statistics from rollups, as every store answers them (lib/rollup/assemble.ts): one statement
+ * reads the counters of the plan's whole hours summed per series bucket, the session counters
+ * and sessions the series needs, the raw rows of the partial hours at the range's edges, and the
+ * recent rows (active sessions, errors, activity) by index; a second reads the latest points of
+ * each route. Single statements on pooled connections, never a transaction (see guard).
+ */
+async function statsOf(sql: postgres.Sql, plan: StatsPlan, user: string, scope: string, project: string | null): Promise<Stats> {
+  const { now, range: r } = plan;
+  const [h0, h1] = plan.fullHours;
+  const hours = (from: number, to: number) =>
+    sql`${Number.isFinite(from) ? sql`and hour >= ${from}` : sql``} ${Number.isFinite(to) ? sql`and hour < ${to}` : sql``}`;
+  const perBucket = r ? r.bucketMs / HOUR_MS : 24;
   const today = Math.floor(now / DAY_MS);
-  const seriesFrom = new Date((today - SERIES_DAYS + 1) * DAY_MS).toISOString();
-  const seriesTo = new Date((today + 1) * DAY_MS).toISOString();
+  // Session counters: of the range's whole hours, or of the days of the series without a range.
+  const [s0, s1] = r ? [h0, h1] : [(today - SERIES_DAYS + 1) * 24, (today + 1) * 24];
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const anyOf = (spans: [number, number][], span: (a: number, b: number) => postgres.PendingQuery<postgres.Row[]>) =>
+    spans.length === 0 ? sql`false` : spans.length === 1 ? span(...spans[0]) : sql`(${span(...spans[0])} or ${span(...spans[1])})`;
+  const cut = cutBucketHours(plan);
+  const ofProject = project === null ? sql`` : sql`and project_id = ${project}`;
+  const { since, until } = r ? isoBounds({ since: r.from, until: r.to }) : {};
+  const inRange = sql`${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
+    ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}`;
 
-  type Pair = [string, number];
   const [row] = await sql<{
-    by_type: Pair[]; by_version: Pair[]; active: number; series: [number, number, number][];
-    routes: [string, number, number, number, number][]; points: [string, [number, number | null, string][]][];
-    ratings: [number, number][]; errors: Row[]; recent: Row[];
+    counters: [string, string, number, number | null, number, number][];
+    session_counts: [string, number, number][];
+    sessions: [number, string][];
+    edges: [number, string, string | null, string | null, string | null, number | null, number | null][];
+    active: number; errors: Row[]; activity: Row[];
   }[]>`
     select
-      (select coalesce(json_agg(json_build_array(type, n)), '[]') from (
-         select type, count(*) as n from watchtower_events where user_id = ${userId} group by type) t) as by_type,
-      (select coalesce(json_agg(json_build_array(v, n)), '[]') from (
-         select coalesce(app_version, ${UNKNOWN}) as v, count(*) as n from watchtower_events
-         where user_id = ${userId} and type = 'error' group by 1) t) as by_version,
+      (select coalesce(json_agg(json_build_array(kind, key, ms, bucket, n, micros)), '[]') from (
+         select kind, key, ms, case when kind = ${TYPE}::text then floor(hour::float8 / ${perBucket}) end as bucket,
+                sum(n)::float8 as n, sum(micros) as micros
+         from watchtower_rollups
+         where user_id = ${user} and scope = ${scope} and kind not in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text) ${hours(h0, h1)}
+         group by 1, 2, 3, 4) t) as counters,
+      (select coalesce(json_agg(json_build_array(kind, hour, n)), '[]') from watchtower_rollups
+         where user_id = ${user} and scope = ${scope} and kind in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text) ${hours(s0, s1)}) as session_counts,
+      (select coalesce(json_agg(json_build_array(hour, session)), '[]') from watchtower_rollup_sessions
+         where user_id = ${user} and scope = ${scope} and ${anyOf(cut, (a, b) => sql`(hour >= ${a} and hour < ${b})`)}) as sessions,
+      (select coalesce(json_agg(json_build_array(
+                (extract(epoch from received_at) * 1000)::float8, type, app_version, session_id, route_key, duration, rating) order by seq), '[]')
+         from watchtower_events
+         where user_id = ${user} ${ofProject}
+           and ${anyOf(plan.rawSpans, (a, b) => sql`(received_at >= ${iso(a)}::timestamptz and received_at < ${iso(b)}::timestamptz)`)}) as edges,
       (select count(distinct session_id)::int from watchtower_events
-         where user_id = ${userId} and received_at >= ${activeFrom}::timestamptz and received_at <= ${nowIso}::timestamptz
-           and session_id is not null) as active,
-      -- Per day and session first (one hash aggregate), then per day: count(distinct) sorted each
-      -- day's rows and took 350 ms at 150k events.
-      (select coalesce(json_agg(json_build_array(day, events, sessions)), '[]') from (
-         select day, sum(n)::int as events, count(session_id)::int as sessions from (
-           select floor(extract(epoch from received_at) / 86400)::int as day, session_id, count(*) as n
-           from watchtower_events
-           where user_id = ${userId} and received_at >= ${seriesFrom}::timestamptz and received_at < ${seriesTo}::timestamptz
-           group by 1, 2) per_session
-         group by day) t) as series,
-      -- percentile_disc is nearest rank: the first value whose cumulative share reaches p, that is
-      -- rank ceil(p·n), the definition of percentile() in lib/stats.ts.
-      (select coalesce(json_agg(json_build_array(route_key, n, total, p50, p95)), '[]') from (
-         select route_key, count(*) as n, sum(duration) as total,
-                percentile_disc(0.5) within group (order by duration) as p50,
-                percentile_disc(0.95) within group (order by duration) as p95
-         from watchtower_events where user_id = ${userId} and duration is not null group by route_key) t) as routes,
-      (select coalesce(json_agg(json_build_array(r.route_key, p.points)), '[]')
-       from (select distinct route_key from watchtower_events where user_id = ${userId} and duration is not null) r,
-       lateral (
-         select json_agg(json_build_array(duration, ttfb, ts) order by seq) as points
-         from (select seq, duration, ttfb, metadata->>'timestamp' as ts from watchtower_events
-               where user_id = ${userId} and route_key = r.route_key and duration is not null
-               order by seq desc limit ${LATENCY_POINTS}) last
-       ) p) as points,
-      (select coalesce(json_agg(json_build_array(rating, n)), '[]') from (
-         select rating, count(*) as n from watchtower_events
-         where user_id = ${userId} and rating is not null group by rating) t) as ratings,
+         where user_id = ${user} ${ofProject} ${inRange} and session_id is not null
+           and received_at >= ${iso(now - ACTIVE_WINDOW_MS)}::timestamptz and received_at <= ${iso(now)}::timestamptz) as active,
       (select coalesce(json_agg(json_build_object('metadata', metadata, 'raw', raw) order by seq desc), '[]') from (
-         select seq, metadata, raw from watchtower_events where user_id = ${userId} and type = 'error'
+         select seq, metadata, raw from watchtower_events where user_id = ${user} and type = 'error' ${ofProject} ${inRange}
          order by seq desc limit ${RECENT_ERRORS}) t) as errors,
       (select coalesce(json_agg(json_build_object('metadata', metadata, 'raw', raw) order by seq desc), '[]') from (
-         select seq, metadata, raw from watchtower_events where user_id = ${userId}
-         order by seq desc limit ${RECENT_ACTIVITY}) t) as recent`;
+         select seq, metadata, raw from watchtower_events where user_id = ${user} ${ofProject} ${inRange}
+         order by seq desc limit ${RECENT_ACTIVITY}) t) as activity`;
 
-  const byType = row.by_type.map(([key, n]) => ({ key, n }));
-  const byVersion = row.by_version.map(([key, n]) => ({ key, n }));
-  const active = [{ n: row.active }];
-  const series = row.series.map(([day, events, sessions]) => ({ day, events, sessions }));
-  const routes = row.routes.map(([key, n, sum, p50, p95]) => ({ key, n, sum, p50, p95 }));
-  const points = row.points.map(([key, pts]) => ({ key, points: pts }));
-  const ratings = row.ratings.map(([rating, n]) => ({ rating, n }));
-  const errors = row.errors;
-  const recent = row.recent;
-
-  const eventsByType: Record<string, number> = {};
-  let totalEvents = 0;
-  for (const r of byType) {
-    eventsByType[r.key] = r.n;
-    totalEvents += r.n;
+  // Counters summed per bucket (types: the bucket's parts) or over the whole hours (the rest).
+  const byBucket = new Map<number, Counter[]>();
+  const whole: Counter[] = [];
+  for (const [kind, key, ms, bucket, n, micros] of row.counters) {
+    const c = { kind, key, ms, n, micros };
+    if (bucket === null) whole.push(c);
+    else {
+      let list = byBucket.get(bucket);
+      if (!list) byBucket.set(bucket, (list = []));
+      list.push(c);
+    }
   }
-  const errorsByVersion: Record<string, number> = {};
-  for (const r of byVersion) errorsByVersion[r.key] = r.n;
-
-  const userValues = new Array<number>(SERIES_DAYS).fill(0);
-  const activityValues = new Array<number>(SERIES_DAYS).fill(0);
-  for (const r of series) {
-    const i = SERIES_DAYS - 1 - (today - r.day);
-    if (i < 0 || i >= SERIES_DAYS) continue;
-    userValues[i] = r.sessions;
-    activityValues[i] = r.events;
+  const parts: RollupPart[] = [...byBucket].map(([bucket, counters]) => counterPart(bucket * perBucket, counters));
+  parts.push(counterPart(Number.isFinite(h0) ? h0 : 0, whole));
+  const hourCounts = new Map<number, number>(), dayCounts = new Map<number, number>();
+  for (const [kind, hour, n] of row.session_counts) {
+    if (kind === HOUR_SESSIONS) hourCounts.set(hour, n);
+    else dayCounts.set(hour / 24, n);
   }
-
-  const pointsOf = new Map(points.map((r) => [r.key, r.points]));
-  const latencyByRoute: Record<string, LatencySummary> = {};
-  let latencySum = 0, latencyCount = 0;
-  for (const r of routes) {
-    latencyByRoute[r.key] = {
-      count: r.n,
-      p50: r.p50,
-      p95: r.p95,
-      avg: Math.round(r.sum / r.n),
-      points: (pointsOf.get(r.key) ?? []).map(([duration, ttfb, timestamp]) => ({ duration, ttfb, timestamp })),
-    };
-    latencySum += r.sum;
-    latencyCount += r.n;
+  const sessions = new Map<number, string[]>();
+  for (const [hour, session] of row.sessions) {
+    let list = sessions.get(hour);
+    if (!list) sessions.set(hour, (list = []));
+    list.push(session);
   }
+  const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut);
+  const edges = HourRollup.fromRows(row.edges.map(([receivedMs, type, version, session, route, duration, rating]) =>
+    ({ receivedMs, type, version, session, route, duration, rating })));
 
-  const feedbackBreakdown = { '1': 0, '2': 0, '3': 0, '4': 0, '5': 0 };
-  let feedbackSum = 0, feedbackTotal = 0;
-  for (const r of ratings) {
-    feedbackBreakdown[String(r.rating) as '1'] = r.n;
-    feedbackSum += r.rating * r.n;
-    feedbackTotal += r.n;
+  const routes = new Set<string>();
+  for (const p of [...parts, ...edges]) for (const route of p.columns().routes) routes.add(route);
+  const points = new Map<string, LatencyPoint[]>();
+  if (routes.size) {
+    const latest = await sql<{ route: string; points: [number, number | null, string][] }[]>`
+      select r.route, p.points from unnest(${pgArray([...routes])}::text[]) as r(route),
+      lateral (
+        select json_agg(json_build_array(duration, ttfb, ts) order by seq) as points from (
+          select seq, duration, metadata->>'timestamp' as ts,
+                 case when jsonb_typeof(metadata->'data'->'ttfb') = 'number' then (metadata->'data'->>'ttfb')::float8 end as ttfb
+          from watchtower_events
+          where user_id = ${user} and route_key = r.route ${ofProject} ${inRange}
+          order by seq desc limit ${LATENCY_POINTS}) last
+      ) p`;
+    for (const { route, points: pts } of latest) {
+      if (pts) points.set(route, pts.map(([duration, ttfb, timestamp]) => ({ duration, ttfb, timestamp })));
+    }
   }
-
-  const n = (t: string) => eventsByType[t] ?? 0;
-  return {
-    activeUsers: active[0]?.n ?? 0,
-    totalEvents,
-    totalErrors: n('error'),
-    errorsByVersion,
-    latencyByRoute,
-    recentErrors: errors.map(toEvent),
-    eventsByType,
-    averageLatency: latencyCount ? Math.round(latencySum / latencyCount) : 0,
-    recentActivity: recent.map(toEvent),
-    analytics: {
-      breakdownCounts: breakdownCounts(n),
-      feedbackBreakdown,
-      feedbackTotal,
-      feedbackAverage: feedbackTotal ? round2(feedbackSum / feedbackTotal) : 0,
-      customActivityTotal: n('custom'),
-      userSeries: { labels: seriesLabels(), values: userValues },
-      activitySeries: { labels: seriesLabels(), values: activityValues },
-    },
-  };
+  const recents: Recents = { activeUsers: row.active, errors: row.errors.map(toEvent), activity: row.activity.map(toEvent), points };
+  return assembleStats({ plan, rollups, edges, recents });
 }
