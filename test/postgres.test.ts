@@ -4,9 +4,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
-import { computeStats, type Stats } from '../lib/stats.ts';
+import { computeStats, feedbackRating, pageloadDuration, routeKey, type Stats } from '../lib/stats.ts';
+import { encodeCursor } from '../lib/store/cursor.ts';
 import { MIGRATIONS } from '../lib/store/postgres-migrations.ts';
-import { openPostgresStore } from '../lib/store/postgres.ts';
+import { migrationScript, openPostgresStore } from '../lib/store/postgres.ts';
 import { StoreUnavailableError, type Store } from '../lib/store/types.ts';
 import { dataFrames } from './helpers/app.ts';
 import { createTestDatabase, openFreshPostgresStore, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
@@ -47,6 +48,12 @@ async function register() {
     await Promise.all(stores.map((s) => s.close().catch(() => {})));
     await db?.drop();
   });
+
+  const exported = async (store: Store, userId: string) => {
+    const out: StoredEvent[] = [];
+    for await (const batch of store.export({ userId })) out.push(...batch);
+    return out;
+  };
 
   let n = 0;
   const ev = (raw: Partial<RawEvent> & { type?: string }, owner: string | null, at = Date.now()): StoredEvent =>
@@ -253,6 +260,182 @@ async function register() {
     const err = await openPostgresStore({ url: dead.toString(), connectTimeout: 2 }).then(() => null, (e) => e);
     assert.ok(err instanceof Error, 'rejects');
     assert.ok(Date.now() - started < 10_000);
+  });
+
+  // --- Rollups, partitions, retention, migration -----------------------------------------------
+
+  /** Raw counts beside the rollups of one user (scope ''): per hour events and distinct sessions, per day sessions. */
+  const rollupsAgainstRaw = (user: string) => db.query(async (sql) => {
+    const [row] = await sql<{ raw: unknown; rolled: unknown }[]>`
+      select
+        (select coalesce(json_agg(x order by x::text), '[]') from (
+           select 'events' as what, floor(extract(epoch from received_at) / 3600)::int as at, count(*)::int as n
+           from watchtower_events where user_id = ${user} group by 2
+           union all
+           select 'sessions', floor(extract(epoch from received_at) / 3600)::int, count(distinct session_id)::int
+           from watchtower_events where user_id = ${user} and session_id is not null group by 2
+           union all
+           select 'day sessions', floor(extract(epoch from received_at) / 86400)::int, count(distinct session_id)::int
+           from watchtower_events where user_id = ${user} and session_id is not null group by 2) x) as raw,
+        (select coalesce(json_agg(x order by x::text), '[]') from (
+           select 'events' as what, hour as at, sum(n)::int as n from watchtower_rollups
+           where user_id = ${user} and scope = '' and kind = 't' group by 2
+           union all
+           select 'sessions', hour, n::int from watchtower_rollups where user_id = ${user} and scope = '' and kind = 's'
+           union all
+           select 'day sessions', hour / 24, n::int from watchtower_rollups where user_id = ${user} and scope = '' and kind = 'S') x) as rolled`;
+    return row;
+  });
+
+  test('two instances inserting into the same user\'s buckets at once: rollups equal the raw counts, stats equal computeStats', async () => {
+    const a = await open();
+    const b = await open();
+    const now = Date.parse('2026-05-16T12:00:00.000Z');
+    let seed = 9;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    // 60 batches per instance over the same 3 hours, the same sessions, half the ids shared (a
+    // client retrying on the other instance), all sent at once.
+    const batch = (instance: string, k: number) => Array.from({ length: 25 }, (_, i) => {
+      const shared = rnd() < 0.5;
+      const id = shared ? `cc-${k}-${i}` : `cc-${instance}-${k}-${i}`;
+      return normalise({ id, type: ['pageload', 'error', 'click', 'feedback'][i % 4], sessionId: `s-${Math.floor(rnd() * 30)}`, route: '/r',
+        deployVersion: rnd() < 0.5 ? '1' : '2', data: { duration: Math.floor(rnd() * 500), rating: 1 + (i % 5) } } as RawEvent,
+      { now: now - (k % 3) * 3_600_000, owner: 'conc-roll' });
+    });
+    const sent = [...Array.from({ length: 60 }, (_, k) => ['a', k] as const), ...Array.from({ length: 60 }, (_, k) => ['b', k] as const)];
+    await Promise.all(sent.map(([instance, k]) => (instance === 'a' ? a : b).insert(batch(instance, k))));
+    const stored = await exported(a, 'conc-roll');
+    assert.ok(stored.length > 60 * 25 && stored.length < 120 * 25, `some ids were shared: ${stored.length}`);
+    assert.is(new Set(stored.map((e) => e.id)).size, stored.length, 'each id once');
+    const { raw, rolled } = await rollupsAgainstRaw('conc-roll');
+    assert.equal(rolled, raw);
+    assert.equal(await b.stats('conc-roll', now), computeStats(stored, now));
+    assert.equal(await a.stats('conc-roll', now, { from: now - 2.5 * 3_600_000 }), computeStats(stored, now, { from: now - 2.5 * 3_600_000 }));
+  });
+
+  test('dedupe holds across a partition boundary: a retry received the next day is not stored again', async () => {
+    const store = await open();
+    const first = Date.parse('2026-03-01T23:59:59.900Z');
+    const e = ev({ id: 'midnight', type: 'click', sessionId: 's' }, 'mid', first);
+    assert.equal(await store.insert([e]), [e]);
+    const retry = { ...e, receivedAt: '2026-03-02T00:00:00.100Z', received_at: '2026-03-02T00:00:00.100Z' };
+    assert.equal(await store.insert([retry, ev({ id: 'other', type: 'click' }, 'mid', first + 200)]).then((s) => s.map((x) => x.id)), ['other']);
+    const ids = (await store.list({ userId: 'mid', limit: 10 })).events.map((x) => x.id);
+    assert.equal(ids, ['other', 'midnight']);
+    assert.is((await store.stats('mid', first + 1000)).totalEvents, 2);
+    const day = Math.floor(first / 86_400_000);
+    const partitions = await db.query((sql) => sql`select count(*)::int as n from pg_inherits where inhparent = 'watchtower_events'::regclass
+      and inhrelid::regclass::text in (${'watchtower_events_p' + day}, ${'watchtower_events_p' + (day + 1)})`);
+    assert.is(partitions[0].n, 2, 'the two days are two partitions');
+  });
+
+  test('retention drops whole days: partitions, rollups and ids go; what is left still equals computeStats', async () => {
+    const store = await open();
+    const now = Date.now();
+    const day = Math.floor(now / 86_400_000);
+    const events = Array.from({ length: 10 }, (_, d) => Array.from({ length: 4 }, (_, i) =>
+      ev({ id: `ret-${d}-${i}`, type: i % 2 ? 'error' : 'pageload', sessionId: `s${i}`, route: '/x', data: { duration: d * 10 + i } }, 'ret', now - d * 86_400_000))).flat();
+    for (let d = 9; d >= 0; d--) await store.insert(events.filter((e) => e.id.startsWith(`ret-${d}-`)));
+    const partitions = () => db.query(async (sql) => (await sql`select inhrelid::regclass::text as name from pg_inherits
+      where inhparent = 'watchtower_events'::regclass`).map((r) => Number(String(r.name).slice('watchtower_events_p'.length))));
+    assert.ok((await partitions()).includes(day - 9));
+    // Another instance starting with a retention of 3 days drops the days before day - 3.
+    const logs: string[] = [];
+    await openPostgresStore({ url: db.url, retentionDays: 3, log: (m) => logs.push(m) }).then((s) => stores.push(s));
+    assert.ok(logs.some((m) => /retention dropped/.test(m)), logs.join('\n'));
+    assert.ok(Math.min(...(await partitions())) >= day - 3, 'no partition before the cutoff');
+    for (const table of ['watchtower_rollups', 'watchtower_rollup_sessions']) {
+      const [{ n }] = await db.query((sql) => sql`select count(*)::int as n from ${sql(table)} where hour < ${(day - 3) * 24}`);
+      assert.is(n, 0, `${table} of dropped days`);
+    }
+    const inserted = [9, 8, 7, 6, 5, 4, 3, 2, 1, 0].flatMap((d) => events.filter((e) => e.id.startsWith(`ret-${d}-`)));
+    const rest = await exported(store, 'ret');
+    assert.equal(rest, inserted.filter((e) => Math.floor(Date.parse(e.receivedAt) / 86_400_000) >= day - 3));
+    assert.equal(await store.stats('ret', now), computeStats(rest, now));
+    assert.equal(await store.stats('ret', now, { from: now - 20 * 86_400_000 }), computeStats(rest, now, { from: now - 20 * 86_400_000 }));
+    // The ids of dropped days went with them: the event, retried now, is stored again (once).
+    const old = events.find((e) => e.id === 'ret-9-0')!;
+    const again = { ...old, receivedAt: new Date(now).toISOString(), received_at: new Date(now).toISOString() };
+    assert.equal((await store.insert([again])).map((e) => e.id), ['ret-9-0']);
+    assert.equal(await store.insert([again]), []);
+  });
+
+  test('NOTIFY payloads stay under 8000 bytes whatever the batch', async () => {
+    const store = await open();
+    const listener = (await import('postgres')).default(db.url, { max: 1, onnotice: () => {} });
+    const payloads: string[] = [];
+    await listener.listen('watchtower_events', (p) => payloads.push(p));
+    try {
+      const batch = Array.from({ length: 5000 }, (_, i) => ev({ id: `big-${i}`, type: 'click' }, 'notify'));
+      assert.is((await store.insert(batch)).length, 5000);
+      await until(async () => payloads.filter((p) => !p.endsWith(' ping')).flatMap((p) => p.split(' ')[1].split(',')).length >= 5000, 5000);
+      const announced = payloads.filter((p) => !p.endsWith(' ping'));
+      assert.ok(announced.length >= 17, `chunks: ${announced.length}`);
+      for (const p of announced) assert.ok(new TextEncoder().encode(p).length < 8000, `payload of ${p.length} bytes`);
+      assert.is(new Set(announced.flatMap((p) => p.split(' ')[1].split(','))).size, 5000);
+    } finally {
+      await listener.end({ timeout: 1 });
+    }
+  });
+
+  test('migration from schema version 2 keeps every event once, with its cursor position, its dedupe key and its statistics', async () => {
+    const old = await createTestDatabase();
+    try {
+      const now = Date.parse('2026-05-16T12:00:00.000Z');
+      let seed = 3;
+      const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+      const events = Array.from({ length: 600 }, (_, i) => {
+        const e = normalise({
+          id: `mig-${i}`, type: ['pageload', 'error', 'click', 'feedback', 'custom'][i % 5], sessionId: `s${Math.floor(rnd() * 20)}`,
+          deployVersion: rnd() < 0.3 ? undefined : 'v1', route: i % 3 ? '/a' : undefined, url: 'https://x.test/p/q',
+          data: { duration: rnd() * 900, ttfb: 3, rating: 1 + (i % 6) }, message: i === 7 ? 'nul\u0000here' : undefined,
+        } as RawEvent, { now: now - Math.floor(rnd() * 20 * 86_400_000), owner: i % 7 ? 'mig' : i % 2 ? 'mig-other' : null });
+        return i % 4 ? e : { ...e, projectId: 'p1' };
+      });
+      await old.query(async (sql) => {
+        await sql.unsafe(migrationScript(MIGRATIONS.filter((m) => m.version <= 2))).simple();
+        // Rows as the version 2 store wrote them (its columns, computed by the same functions).
+        for (const e of events) {
+          const duration = pageloadDuration(e);
+          const json = JSON.stringify(e);
+          const unsafe = /\\u0000/.test(json);
+          await sql`insert into watchtower_events (id, user_id, type, "timestamp", received_at, session_id, app_version,
+              page_url, source, message, severity, route_key, duration, ttfb, rating, metadata, raw)
+            values (${e.id}, ${e.user_id}, ${e.type}, ${e.timestamp}, ${e.receivedAt}, ${e.sessionId}, ${e.deployVersion},
+              ${e.page_url}, ${e.source}, ${e.message?.replaceAll('\u0000', '\uFFFD') ?? null}, ${e.severity},
+              ${duration === null ? null : routeKey(e)}, ${duration}, ${null}, ${feedbackRating(e)},
+              ${unsafe ? json.replaceAll('\\u0000', '\\ufffd') : json}::text::jsonb, ${unsafe ? json : null})`;
+        }
+      });
+      const oldCursor = (await old.query((sql) => sql`select seq from watchtower_events where id = 'mig-300'`))[0].seq;
+      const store = await openPostgresStore({ url: old.url });
+      try {
+        assert.is((await store.health()).schemaVersion, MIGRATIONS[MIGRATIONS.length - 1].version);
+        assert.is((await store.health()).eventCount, events.length);
+        for (const user of ['mig', 'mig-other']) {
+          const mine = events.filter((e) => e.user_id === user);
+          assert.equal(await exported(store, user), mine, `${user}: every event once, in order, deep-equal`);
+          assert.equal(await store.stats(user, now), computeStats(mine, now), `${user}: stats`);
+          const range = { from: now - 9 * 86_400_000 - 1234, to: now - 3_600_000 };
+          assert.equal(await store.stats(user, now, range), computeStats(mine, now, range), `${user}: stats in a range`);
+        }
+        const p1 = events.filter((e) => e.user_id === 'mig' && e.projectId === 'p1');
+        assert.equal(await store.stats('mig', now, undefined, 'p1'), computeStats(p1, now), 'project statistics');
+        // A cursor handed out before the migration still points at the same place.
+        const page = await store.list({ userId: 'mig', limit: 3, before: encodeCursor(Number(oldCursor)) });
+        const before = events.filter((e) => e.user_id === 'mig' && Number(e.id.slice(4)) < 300).reverse().slice(0, 3);
+        assert.equal(page.events.map((e) => e.id), before.map((e) => e.id));
+        // Ids are still taken; new events come after the old ones.
+        assert.equal(await store.insert(events.slice(0, 50)), []);
+        const fresh = ev({ id: 'after-migration', type: 'click' }, 'mig');
+        assert.equal(await store.insert([fresh]), [fresh]);
+        assert.is((await store.list({ userId: 'mig', limit: 1 })).events[0].id, 'after-migration');
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await old.drop();
+    }
   });
 
   // --- Two real server.ts instances on one database -------------------------------------------

@@ -13,7 +13,7 @@ import {
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { isoBounds } from './filter.ts';
-import { MIGRATION_LOCK, MIGRATIONS } from './postgres-migrations.ts';
+import { MIGRATION_LOCK, MIGRATIONS, type Migration } from './postgres-migrations.ts';
 import {
   StoreUnavailableError, type AppUser, type EventFilter, type EventPage, type EventQuery, type Store, type StoreHealth, type UserSync,
 } from './types.ts';
@@ -573,8 +573,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
  * (see statsOf on why this store avoids them). Instances starting at once queue on the lock and
  * then find the versions applied.
  */
-export function migrationScript(): string {
-  const steps = MIGRATIONS.map((m) => {
+export function migrationScript(migrations: readonly Migration[] = MIGRATIONS): string {
+  const steps = migrations.map((m) => {
     const tag = `$wt_${m.version}$`;
     if (m.sql.includes(tag)) throw new Error(`migration ${m.version} contains its own quote tag`);
     return `
