@@ -1,256 +1,312 @@
-// PostgreSQL store: (1) the time-based layout, plain table + BRIN against declarative daily
-// partitions, measured on the same data; (2) HTTP ingest with one and two instances on PostgreSQL
-// beside the embedded store, same run. Needs a PostgreSQL server (WATCHTOWER_TEST_DATABASE_URL or
-// the local default) and wrk.
-// BENCH_LAYOUT_EVENTS (300000), BENCH_ROUNDS (3), BENCH_SECONDS (10), BENCH_CONNECTIONS (50)
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// PostgreSQL store at scale: BENCH_EVENTS (10,000,000) events over BENCH_DAYS (90) days for five
+// users, half of them one user's. The load is a COPY into the previous schema (version 2: one
+// plain table, statistics computed from raw rows), which is measured first as the baseline, on
+// the same data, with the previous store's code taken from git (BENCH_BASELINE_COMMIT); then this
+// store opens the database and migrates it (copying every event into daily partitions and rolling
+// it up), and is measured: /api/stats through the handler for the heavy user (all time, last 30
+// days), pages of GET /api/events (newest, 60 days back), HTTP ingest of batches of 20 into the
+// loaded database (wrk, one instance), ingest latency while retention drops a day, bytes per event.
+// Needs a PostgreSQL server (WATCHTOWER_TEST_DATABASE_URL or the local default) and wrk.
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import postgres from 'postgres';
-import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
-import { eventColumns, openPostgresStore, pgArray } from '../lib/store/postgres.ts';
-import { createTestDatabase } from '../test/helpers/postgres.ts';
-import { machine, median, parseWrk, spread, start, wrkArgs, wrkEnv, writeSection, type Child, type WrkResult } from './lib.ts';
+import { normalise, uuidv7, type RawEvent, type StoredEvent } from '../lib/event.ts';
+import { createHandler } from '../lib/handler.ts';
+import { encodeCursor } from '../lib/store/cursor.ts';
+import { feedbackRating, pageloadDuration, routeKey } from '../lib/stats.ts';
+import { MIGRATIONS } from '../lib/store/postgres-migrations.ts';
+import { dropDaysBefore, migrationScript, openPostgresStore } from '../lib/store/postgres.ts';
+import type { Store } from '../lib/store/types.ts';
+import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
+import { machine, median, parseWrk, ROOT, start, wrkArgs, wrkEnv, writeSection } from './lib.ts';
 
-const layoutEvents = Number(process.env.BENCH_LAYOUT_EVENTS ?? 300_000);
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-const seconds = Number(process.env.BENCH_SECONDS ?? 10);
-const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const TOTAL = Number(process.env.BENCH_EVENTS ?? 10_000_000);
+const DAYS = Number(process.env.BENCH_DAYS ?? 90);
+const BASELINE_COMMIT = process.env.BENCH_BASELINE_COMMIT ?? '1d82615';
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const DAY = 86_400_000;
-const SPAN_DAYS = 10;
+const HEAVY = 'heavy';
 
-const time = async (fn: () => Promise<unknown>, runs = 7): Promise<number> => {
+const now = Date.now();
+const first = now - DAYS * DAY;
+const f1 = (n: number) => n.toFixed(1);
+const int = (n: number) => Math.round(n).toLocaleString('en-US');
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+};
+
+// --- Data --------------------------------------------------------------------------------------
+
+let seed = 1;
+const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+const TYPES = ['pageload', 'pageload', 'pageload', 'click', 'click', 'interaction', 'error', 'performance', 'feedback', 'custom', 'page_view'];
+const OWNERS = [HEAVY, HEAVY, HEAVY, HEAVY, 'user-1', 'user-2', 'user-3', 'user-4'];
+const sessionOf = new Map<string, number>();
+
+/** Event i of `total`, received in order over the span; half the events are the heavy user's. */
+function makeEvent(i: number, total: number): StoredEvent {
+  const at = first + Math.floor((i / total) * DAYS * DAY);
+  const owner = OWNERS[i % OWNERS.length];
+  const type = TYPES[Math.floor(rand() * TYPES.length)];
+  const data: Record<string, unknown> = {};
+  if (type === 'pageload') {
+    data.duration = Math.round(50 + rand() * rand() * 4000);
+    data.ttfb = Math.round(rand() * 400);
+  } else if (type === 'feedback') data.rating = 1 + Math.floor(rand() * 5);
+  else if (type === 'error') {
+    data.message = `TypeError: x is undefined #${Math.floor(rand() * 50)}`;
+    data.stack = 'at f (app.js:1:1)\nat g (app.js:2:2)';
+  } else if (type === 'click') {
+    data.target = '#buy';
+    data.text = 'Buy';
+  }
+  // A session lasts about 30 of its user's events.
+  if (rand() < 1 / 30) sessionOf.set(owner, (sessionOf.get(owner) ?? 0) + 1);
+  const raw: RawEvent = {
+    id: uuidv7(at),
+    type,
+    sessionId: `${owner}-session-${sessionOf.get(owner) ?? 0}`,
+    deployVersion: `1.${Math.floor((i / total) * 6)}.0`,
+    route: `/route/${Math.floor(rand() * 20)}`,
+    url: `https://app.example.com/route/${i % 20}`,
+    appName: 'bench-app',
+    data,
+  };
+  const e = normalise(raw, { now: at, owner });
+  // A quarter of the events come with a project key.
+  return i % 4 === 0 ? { ...e, projectId: 'web' } : e;
+}
+
+// COPY's text format: backslash, newline, carriage return and tab escaped; \N is null.
+const copyText = (v: string | number | null) =>
+  v === null ? '\\N' : typeof v === 'number' ? String(v) : v.replace(/[\\\n\r\t]/g, (c) => ({ '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' })[c]!);
+
+/** Rows of the version 2 table, as its store wrote them (the columns it extracted). */
+async function* v2Rows(total: number): AsyncGenerator<string> {
+  seed = 1;
+  sessionOf.clear();
+  let chunk = '';
+  for (let i = 0; i < total; i++) {
+    const e = makeEvent(i, total);
+    const duration = pageloadDuration(e);
+    const ttfb = e.data.ttfb;
+    chunk += [e.id, e.user_id, e.type, e.timestamp, e.receivedAt, e.sessionId, e.deployVersion, e.page_url, e.source, e.message,
+      e.severity, duration === null ? null : routeKey(e), duration, duration !== null && typeof ttfb === 'number' ? ttfb : null,
+      feedbackRating(e), JSON.stringify(e), null].map(copyText).join('\t') + '\n';
+    if (chunk.length > 1 << 20) {
+      yield chunk;
+      chunk = '';
+    }
+    if (i % 1_000_000 === 999_999) console.log(`  copied ${int(i + 1)} events`);
+  }
+  if (chunk) yield chunk;
+}
+
+/** The version 2 schema filled by COPY, its indexes built after the load (as a restore would). */
+async function loadV2(sql: postgres.Sql, total: number): Promise<number> {
+  const old = MIGRATIONS.filter((m) => m.version <= 2);
+  await sql.unsafe(migrationScript(old)).simple();
+  const indexes = old.flatMap((m) => m.sql.split(';').map((s) => s.trim()).filter((s) => /^create (unique )?index/.test(s)));
+  const names = indexes.map((s) => /index (?:if not exists )?(\w+)/.exec(s)![1]);
+  await sql.unsafe(`drop index ${names.join(', ')}`);
+  const t0 = performance.now();
+  const copy = await sql`copy watchtower_events (id, user_id, type, "timestamp", received_at, session_id, app_version, page_url,
+    source, message, severity, route_key, duration, ttfb, rating, metadata, raw) from stdin`.writable();
+  await pipeline(Readable.from(v2Rows(total)), copy);
+  for (const ddl of indexes) await sql.unsafe(ddl);
+  return (performance.now() - t0) / 1000;
+}
+
+// --- Measures ----------------------------------------------------------------------------------
+
+const timeRuns = async (fn: () => Promise<unknown>, runs = RUNS): Promise<number[]> => {
+  await fn(); // warm-up
   const ms: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t = performance.now();
     await fn();
     ms.push(performance.now() - t);
   }
-  return median(ms);
+  return ms;
 };
 
-// --- 1. Layout ---------------------------------------------------------------------------------
+interface Reads { statsAll: number[]; stats30: number[]; newest: number[]; back60: number[] }
 
-function generate(n: number, now: number): StoredEvent[][] {
-  const batches: StoredEvent[][] = [];
-  let batch: StoredEvent[] = [];
-  for (let i = 0; i < n; i++) {
-    // Arrival order is time order, as in production: oldest first over SPAN_DAYS.
-    const at = now - SPAN_DAYS * DAY + Math.floor((i / n) * SPAN_DAYS * DAY);
-    const raw = {
-      type: ['pageload', 'click', 'error', 'custom', 'feedback'][i % 5],
-      sessionId: `s-${i % 500}`,
-      deployVersion: `1.${i % 4}`,
-      route: `/r/${i % 20}`,
-      data: i % 5 === 0 ? { duration: 100 + (i % 900), ttfb: 20 } : i % 5 === 4 ? { rating: 1 + (i % 5) } : { target: 'button' },
-    } as RawEvent;
-    // Half the events belong to one heavy user, the rest to 50 others.
-    batch.push(normalise(raw, { now: at, owner: i % 2 ? 'heavy' : `user-${i % 50}` }));
-    if (batch.length === 500) {
-      batches.push(batch);
-      batch = [];
-    }
-  }
-  if (batch.length) batches.push(batch);
-  return batches;
+/** /api/stats and GET /api/events through the handler, in process (no sockets). */
+async function reads(store: Store, sql: postgres.Sql, seqTable: string, runs = RUNS): Promise<Reads> {
+  const handler = createHandler({ store, log: () => {} });
+  const get = async (path: string) => {
+    const res = await handler(new Request('http://bench.test' + path, { headers: { 'x-idp-user-id': HEAVY } }));
+    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  const [{ seq }] = await sql<{ seq: string }[]>`select max(seq) as seq from ${sql(seqTable)}
+    where user_id = ${HEAVY} and received_at < ${new Date(now - 60 * DAY).toISOString()}::timestamptz`;
+  const back = encodeCursor(Number(seq) + 1);
+  const page = (await get(`/api/events?limit=50&before=${back}`)) as { events: StoredEvent[] };
+  if (page.events.length !== 50) throw new Error('no page 60 days back');
+  return {
+    statsAll: await timeRuns(() => get('/api/stats'), runs),
+    stats30: await timeRuns(() => get(`/api/stats?from=${new Date(Date.now() - 30 * DAY).toISOString()}`), runs),
+    newest: await timeRuns(() => get('/api/events?limit=50'), runs),
+    back60: await timeRuns(() => get(`/api/events?limit=50&before=${back}`), runs),
+  };
 }
 
-const PARTITIONED_DDL = (from: number, days: number) => `
-  create table part_events (
-    seq bigint generated always as identity, id text not null, user_id text, type text not null,
-    "timestamp" timestamptz, received_at timestamptz not null, session_id text, app_version text,
-    page_url text, source text, message text, severity text, route_key text, duration double precision,
-    ttfb double precision, rating smallint, metadata jsonb not null, raw text
-  ) partition by range (received_at);
-  ${Array.from({ length: days + 2 }, (_, d) => {
-    const a = new Date(from + (d - 1) * DAY).toISOString().slice(0, 10);
-    const b = new Date(from + d * DAY).toISOString().slice(0, 10);
-    return `create table part_events_${d} partition of part_events for values from ('${a}') to ('${b}');`;
-  }).join('\n')}
-  -- A unique (owner, id) cannot span partitions: idempotency needs a table of its own.
-  create table part_ids (owner text not null, id text not null, primary key (owner, id));
-  create index on part_events (user_id, seq) where user_id is not null;
-  create index on part_events (user_id, type, seq) where user_id is not null;
-  create index on part_events (user_id, app_version, seq) where user_id is not null;
-  create index on part_events (user_id, session_id) where user_id is not null;
-  create index on part_events (user_id, received_at) include (session_id) where user_id is not null;
-  create index on part_events (user_id, route_key, seq) where user_id is not null and duration is not null;`;
-
-async function layout(): Promise<string> {
-  const db = await createTestDatabase();
-  const sql = postgres(db.url, { max: 4, onnotice: () => {}, fetch_types: false });
-  try {
-    const now = Date.now();
-    const batches = generate(layoutEvents, now);
-    const firstDay = Math.floor((now - SPAN_DAYS * DAY) / DAY) * DAY;
-
-    // The same rows, the same statement shape (no NOTIFY) into each layout, batch by batch
-    // alternately, so drift on this shared machine hits both alike.
-    const store = await openPostgresStore({ url: db.url });
-    await sql.unsafe(PARTITIONED_DDL(firstDay, SPAN_DAYS)).simple();
-    const source = (c: ReturnType<typeof eventColumns>) => sql`
-      select * from unnest(
-        ${pgArray(c.id)}::text[], ${pgArray(c.user_id)}::text[], ${pgArray(c.type)}::text[], ${pgArray(c.ts)}::text[],
-        ${pgArray(c.received_at)}::text[], ${pgArray(c.session_id)}::text[], ${pgArray(c.app_version)}::text[],
-        ${pgArray(c.page_url)}::text[], ${pgArray(c.source)}::text[], ${pgArray(c.message)}::text[], ${pgArray(c.severity)}::text[],
-        ${pgArray(c.route_key)}::text[], ${pgArray(c.duration)}::float8[], ${pgArray(c.ttfb)}::float8[],
-        ${pgArray(c.rating)}::int2[], ${pgArray(c.metadata)}::text[], ${pgArray(c.raw)}::text[]
-      ) as t(id, user_id, type, ts, received_at, session_id, app_version, page_url, source, message, severity,
-             route_key, duration, ttfb, rating, metadata, raw)`;
-    let plainMs = 0, partMs = 0, t = 0;
-    for (const b of batches) {
-      const c = eventColumns(b);
-      t = performance.now();
-      await sql`
-        insert into watchtower_events (id, user_id, type, "timestamp", received_at, session_id, app_version, page_url, source,
-                                       message, severity, route_key, duration, ttfb, rating, metadata, raw)
-        select id, user_id, type, ts::timestamptz, received_at::timestamptz, session_id, app_version, page_url,
-               source, message, severity, route_key, duration, ttfb, rating, metadata::jsonb, raw
-        from (${source(c)}) t
-        on conflict ((coalesce(user_id, '')), id) do nothing`;
-      plainMs += performance.now() - t;
-      t = performance.now();
-      await sql`
-        with t as (${source(c)}), fresh as (
-          insert into part_ids select coalesce(user_id, ''), id from t on conflict do nothing returning owner, id
-        )
-        insert into part_events (id, user_id, type, "timestamp", received_at, session_id, app_version, page_url, source,
-                                 message, severity, route_key, duration, ttfb, rating, metadata, raw)
-        select t.id, t.user_id, t.type, t.ts::timestamptz, t.received_at::timestamptz, t.session_id, t.app_version, t.page_url,
-               t.source, t.message, t.severity, t.route_key, t.duration, t.ttfb, t.rating, t.metadata::jsonb, t.raw
-        from t join fresh on fresh.owner = coalesce(t.user_id, '') and fresh.id = t.id`;
-      partMs += performance.now() - t;
-    }
-    const plainRate = layoutEvents / (plainMs / 1000);
-    const partRate = layoutEvents / (partMs / 1000);
-    await sql`vacuum analyze`;
-
-    const size = async (rel: string, partitioned: boolean) => {
-      const [r] = partitioned
-        ? await sql`select sum(pg_total_relation_size(inhrelid))::float8 + pg_total_relation_size('part_ids')::float8 as b from pg_inherits where inhparent = 'part_events'::regclass`
-        : await sql`select pg_total_relation_size(${rel})::float8 as b`;
-      return `${(Number(r.b) / 2 ** 20).toFixed(0)} MiB`;
-    };
-    const since5m = new Date(now - 5 * 60_000).toISOString();
-    const since7d = new Date(Math.floor(now / DAY) * DAY - 6 * DAY).toISOString();
-    const queries = (table: string) => ({
-      'active users (5 min, heavy user)': () => sql`select count(distinct session_id) from ${sql(table)} where user_id = 'heavy' and received_at >= ${since5m}::timestamptz`,
-      '7-day series (heavy user)': () => sql`select floor(extract(epoch from received_at) / 86400), count(*), count(distinct session_id) from ${sql(table)} where user_id = 'heavy' and received_at >= ${since7d}::timestamptz group by 1`,
-      'events in the last hour (all users)': () => sql`select count(*) from ${sql(table)} where received_at >= ${new Date(now - 3_600_000).toISOString()}::timestamptz`,
-      'latest 100 (heavy user)': () => sql`select metadata from ${sql(table)} where user_id = 'heavy' order by seq desc limit 100`,
-    });
-    const plainQ = queries('watchtower_events');
-    const partQ = queries('part_events');
-    const rows: string[] = [
-      `| insert, batches of 500 (events/s) | ${plainRate.toFixed(0)} | ${partRate.toFixed(0)} |`,
-      `| size on disk (table + indexes) | ${await size('watchtower_events', false)} | ${await size('part_events', true)} |`,
-    ];
-    for (const name of Object.keys(plainQ) as (keyof typeof plainQ)[]) {
-      rows.push(`| ${name}, median ms | ${(await time(plainQ[name])).toFixed(1)} | ${(await time(partQ[name])).toFixed(1)} |`);
-    }
-    const stats = await time(() => store.stats('heavy', now), 5);
-    // Retention: removing the oldest day.
-    const cut = new Date(firstDay + DAY).toISOString();
-    t = performance.now();
-    await sql`delete from watchtower_events where received_at < ${cut}::timestamptz`;
-    const deleteMs = performance.now() - t;
-    t = performance.now();
-    await sql.unsafe('drop table part_events_0; drop table part_events_1').simple();
-    const dropMs = performance.now() - t;
-    rows.push(`| drop the oldest day (retention), ms | ${deleteMs.toFixed(0)} (DELETE; space reused after VACUUM) | ${dropMs.toFixed(0)} (DROP partition; the ids table still needs a DELETE) |`);
-    await store.close();
-    return `### Time-based layout: plain table + BRIN (chosen) against daily partitions
-
-${layoutEvents.toLocaleString('en-US')} events over ${SPAN_DAYS} days, half of them one user's, inserted in batches of 500 in arrival order. \`/api/stats\` for that user (${(layoutEvents / 2).toLocaleString('en-US')} events) on the chosen layout: ${stats.toFixed(0)} ms median.
-
-| | plain + BRIN | partitioned by day |
-|---|---|---|
-${rows.join('\n')}`;
-  } finally {
-    await sql.end({ timeout: 2 });
-    await db.drop();
+/** Table + index bytes of the tables (and their partitions) per event. */
+async function bytesPerEvent(sql: postgres.Sql, tables: string[], events: number) {
+  const out: Record<string, number> = {};
+  for (const t of tables) {
+    const [{ b }] = await sql<{ b: number }[]>`
+      select (pg_total_relation_size(${t}::regclass)
+              + coalesce((select sum(pg_total_relation_size(inhrelid)) from pg_inherits where inhparent = ${t}::regclass), 0))::float8 as b`;
+    out[t] = b / events;
   }
+  return out;
 }
 
-// --- 2. HTTP ingest ----------------------------------------------------------------------------
-
-function wrkAsync(url: string, bodyFile: string): Promise<WrkResult> {
-  return new Promise((resolve, reject) => {
-    execFile('wrk', wrkArgs(url, { connections, seconds }), { env: wrkEnv({ bodyFile, path: '/api/events' }), encoding: 'utf8' }, (err, out) =>
-      err ? reject(err) : resolve(parseWrk(out)),
-    );
+function wrkAsync(url: string, bodyFile: string) {
+  return new Promise<ReturnType<typeof parseWrk>>((resolve, reject) => {
+    execFile('wrk', wrkArgs(url, { connections: CONNECTIONS, seconds: SECONDS }), { env: wrkEnv({ bodyFile, path: '/api/events' }), encoding: 'utf8' },
+      (err, out) => (err ? reject(err) : resolve(parseWrk(out))));
   });
 }
 
-async function ingest(): Promise<string> {
-  const tmp = mkdtempSync(tmpdir() + '/watchtower-pg-bench-');
-  const bodyFile = `${tmp}/batch20.json`;
-  const event = (i: number) => ({
-    type: ['pageload', 'click', 'error', 'custom'][i % 4],
-    sessionId: `session-${i % 7}`,
-    deployVersion: '1.4.2',
-    url: `https://shop.example/products/${i}`,
-    route: '/products/:id',
-    data: i % 4 === 0 ? { duration: 420 + i, ttfb: 80 } : { target: 'button#buy' },
-  });
-  writeFileSync(bodyFile, JSON.stringify({ events: Array.from({ length: 20 }, (_, i) => event(i)) }));
-  const server = (env: Record<string, string>) =>
-    start(process.execPath, ['--import', 'tsx', 'server.ts'], { SERVICE_RATE_LIMIT: '0', ...env });
-  const results = new Map<string, WrkResult[]>();
+/** wrk against one server.ts instance (from `cwd`) on `db`, events owned by a user (so rolled up). */
+async function ingest(db: TestDatabase, bodyFile: string, cwd = ROOT) {
+  const server = await start(process.execPath, ['--import', 'tsx', 'server.ts'],
+    { SERVICE_STORAGE: 'postgres', DATABASE_URL: db.url, SERVICE_RATE_LIMIT: '0', DEFAULT_INGEST_OWNER_USER_ID: 'ingest-user', SERVICE_RETENTION_DAYS: '0' }, cwd);
   try {
-    for (let round = 0; round < rounds; round++) {
-      const targets: [string, () => Promise<Child[]>][] = [
-        ['embedded (sqlite), 1 instance', async () => [await server({ SERVICE_STORAGE: 'sqlite', SERVICE_P1_DB: `${tmp}/r${round}.sqlite` })]],
-        ['postgres, 1 instance', async () => {
-          const db = await createTestDatabase();
-          dbs.push(db);
-          return [await server({ SERVICE_STORAGE: 'postgres', DATABASE_URL: db.url })];
-        }],
-        ['postgres, 2 instances', async () => {
-          const db = await createTestDatabase();
-          dbs.push(db);
-          const first = await server({ SERVICE_STORAGE: 'postgres', DATABASE_URL: db.url });
-          return [first, await server({ SERVICE_STORAGE: 'postgres', DATABASE_URL: db.url })];
-        }],
-      ];
-      const dbs: Awaited<ReturnType<typeof createTestDatabase>>[] = [];
-      for (const [name, launch] of targets) {
-        const children = await launch();
-        try {
-          await Promise.all(children.map((c) => wrkAsync(c.url, bodyFile).catch(() => null))); // warm-up
-          const rs = await Promise.all(children.map((c) => wrkAsync(c.url, bodyFile)));
-          // Instances are measured at once; their sum is the deployment's throughput.
-          const r = { rps: rs.reduce((a, x) => a + x.rps, 0), p50: median(rs.map((x) => x.p50)), p99: Math.max(...rs.map((x) => x.p99)), errors: rs.reduce((a, x) => a + x.errors, 0), requests: rs.reduce((a, x) => a + x.requests, 0) };
-          results.set(name, [...(results.get(name) ?? []), r]);
-          console.log(`${name} round ${round + 1}: ${(r.rps * 20).toFixed(0)} events/s p50 ${r.p50} ms p99 ${r.p99} ms errors ${r.errors}`);
-        } finally {
-          await Promise.all(children.map((c) => c.stop()));
-        }
-      }
-      for (const db of dbs) await db.drop();
-    }
+    await wrkAsync(server.url, bodyFile).catch(() => null); // warm-up
+    const r = await wrkAsync(server.url, bodyFile);
+    console.log(`  ingest (${cwd === ROOT ? 'this store' : 'baseline'}): ${int(r.rps * 20)} events/s, p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors}`);
+    return r;
   } finally {
-    rmSync(tmp, { recursive: true, force: true });
+    await server.stop();
   }
-  const rows = [...results].map(([name, rs]) =>
-    `| ${name} | ${spread(rs.map((r) => r.rps * 20))} | ${spread(rs.map((r) => r.rps))} | ${spread(rs.map((r) => r.p50), 2)} | ${spread(rs.map((r) => r.p99), 2)} | ${rs.reduce((a, r) => a + r.errors, 0)} |`);
-  return `### Ingest: one and two instances on PostgreSQL beside the embedded store
-
-wrk (1 thread, ${connections} connections per instance, keep-alive), batches of 20 events, ${seconds} s per round after a warm-up, ${rounds} rounds, Node, rate limiting off; with two instances one wrk per instance runs at the same time and the figures are summed. PostgreSQL runs on the same machine, with its default settings (synchronous commit: an acknowledged batch is on disk).
-
-| deployment | events/s | requests/s | p50 ms | p99 ms | errors |
-|---|---|---|---|---|---|
-${rows.join('\n')}`;
 }
 
-const layoutSection = await layout();
-console.log(layoutSection);
-const ingestSection = await ingest();
-console.log(ingestSection);
-writeSection('postgres', `## PostgreSQL store
+/**
+ * Open loop through HTTP: one batch of 20 due every 10 ms for 8 s; 3 s in, retention drops the
+ * oldest day (the same function the instances call). Latency counts from when a request was due.
+ */
+async function ingestWhileDropping(db: TestDatabase, sql: postgres.Sql, body: string) {
+  const server = await start(process.execPath, ['--import', 'tsx', 'server.ts'],
+    { SERVICE_STORAGE: 'postgres', DATABASE_URL: db.url, SERVICE_RATE_LIMIT: '0', DEFAULT_INGEST_OWNER_USER_ID: 'ingest-user', SERVICE_RETENTION_DAYS: '0' });
+  try {
+    const [{ day }] = await sql<{ day: number }[]>`select min(substr(inhrelid::regclass::text, 20)::int) as day from pg_inherits
+      where inhparent = 'watchtower_events'::regclass`;
+    // The two oldest days: the first is cut by the span's start, the second is a whole one.
+    const [{ n: dayEvents }] = await sql<{ n: number }[]>`select count(*)::int as n from watchtower_events
+      where received_at < ${new Date((day + 2) * DAY).toISOString()}::timestamptz`;
+    const latencies: number[] = [];
+    let dropMs = 0;
+    const t0 = performance.now();
+    const dropping = new Promise<void>((resolve, reject) => setTimeout(() => {
+      const t = performance.now();
+      dropDaysBefore(sql, day + 2).then(() => {
+        dropMs = performance.now() - t;
+        resolve();
+      }, reject);
+    }, 3000));
+    const sends: Promise<void>[] = [];
+    for (let k = 0; k < 800; k++) {
+      const due = t0 + k * 10;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      sends.push(fetch(server.url + '/api/events', { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (res) => {
+        await res.arrayBuffer();
+        if (res.status !== 200) throw new Error(`ingest answered ${res.status}`);
+        latencies.push(performance.now() - due);
+      }));
+    }
+    await Promise.all([...sends, dropping]);
+    return { p50: pct(latencies, 50), p99: pct(latencies, 99), max: Math.max(...latencies), dropMs, dayEvents };
+  } finally {
+    await server.stop();
+  }
+}
 
-\`node --import tsx bench/postgres.ts\`. ${machine()}.
+// --- Run ---------------------------------------------------------------------------------------
 
-${layoutSection}
+const tmp = mkdtempSync(tmpdir() + '/watchtower-pg-bench-');
+const bodyFile = `${tmp}/batch20.json`;
+const body = JSON.stringify({
+  events: Array.from({ length: 20 }, (_, i) => ({
+    type: ['pageload', 'click', 'error', 'custom'][i % 4], sessionId: `session-${i % 7}`, deployVersion: '1.4.2',
+    url: `https://shop.example/products/${i}`, route: '/products/:id', data: i % 4 === 0 ? { duration: 420 + i, ttfb: 80 } : { target: 'button#buy' },
+  })),
+});
+writeFileSync(bodyFile, body);
 
-${ingestSection}`);
+// The previous store's code, from git, in a directory of its own that shares node_modules.
+const baseDir = `${tmp}/baseline`;
+execFileSync('sh', ['-c', `mkdir -p ${baseDir} && git -C ${ROOT} archive ${BASELINE_COMMIT} | tar -x -C ${baseDir}`]);
+symlinkSync(ROOT + 'node_modules', `${baseDir}/node_modules`);
+
+const db = await createTestDatabase();
+const sql = postgres(db.url, { max: 2, onnotice: () => {}, fetch_types: false });
+let section = '';
+try {
+  console.log(`loading ${int(TOTAL)} events over ${DAYS} days into the version 2 table (COPY, then its indexes)`);
+  const loadSeconds = await loadV2(sql, TOTAL);
+  await sql`vacuum analyze`;
+  const [{ heavy }] = await sql<{ heavy: number }[]>`select count(*)::int as heavy from watchtower_events where user_id = ${HEAVY}`;
+  console.log(`  loaded in ${loadSeconds.toFixed(0)} s; baseline: the store at ${BASELINE_COMMIT}`);
+  const baseBytes = await bytesPerEvent(sql, ['watchtower_events'], TOTAL);
+  const { openPostgresStore: openOld } = (await import(`${baseDir}/lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore };
+  const old = await openOld({ url: db.url });
+  const baseReads = await reads(old, sql, 'watchtower_events', 1);
+  await old.close();
+  console.log(`  baseline stats p50 ${f1(median(baseReads.statsAll))} ms (all), ${f1(median(baseReads.stats30))} ms (30 days)`);
+  const baseIngest = await ingest(db, bodyFile, baseDir);
+
+  console.log('migrating to this store\'s schema');
+  let t0 = performance.now();
+  const store = await openPostgresStore({ url: db.url, log: (m) => console.log(`  [store] ${m}`) });
+  const migrateSeconds = (performance.now() - t0) / 1000;
+  t0 = performance.now();
+  await sql`vacuum analyze`;
+  console.log(`  migrated in ${migrateSeconds.toFixed(0)} s; vacuum analyze ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  const [{ events }] = await sql<{ events: number }[]>`select count(*)::int as events from watchtower_events`;
+  const bytes = await bytesPerEvent(sql, ['watchtower_events', 'watchtower_event_ids', 'watchtower_rollups', 'watchtower_rollup_sessions', 'watchtower_day_sessions'], events);
+  const totalBytes = Object.values(bytes).reduce((a, b) => a + b, 0);
+  const r = await reads(store, sql, 'watchtower_events');
+  await store.close();
+  console.log(`  stats p50 ${f1(median(r.statsAll))} ms (all), ${f1(median(r.stats30))} ms (30 days); pages ${f1(median(r.newest))} / ${f1(median(r.back60))} ms`);
+  const ingested = await ingest(db, bodyFile);
+  const drop = await ingestWhileDropping(db, sql, body);
+  console.log(`  while dropping a day (${drop.dropMs.toFixed(0)} ms): p50 ${f1(drop.p50)} p99 ${f1(drop.p99)} max ${f1(drop.max)} ms`);
+
+  const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
+  const row = (name: string, now: string, base: string, target: string) => `| ${name} | ${now} | ${base} | ${target} |`;
+  section = `## PostgreSQL store at ${int(TOTAL)} events
+
+\`npm run bench:postgres\` (BENCH_EVENTS=${TOTAL}). ${machine()}. PostgreSQL 15 on the same two cores, default settings (synchronous commit); other work was running on the machine at the same time, so absolute figures are pessimistic: compare the columns.
+
+${int(TOTAL)} events received over ${DAYS} days by 5 users, ${int(heavy)} of them one user's (11 types, 20 routes, sessions of ~30 events, a quarter with a project key). Load: \`COPY\` into the previous schema (version 2: one plain table, statistics computed from raw rows), then its indexes (${loadSeconds.toFixed(0)} s). The baseline column is the previous store's code (commit ${BASELINE_COMMIT}) on that database. Then this store opened it and migrated it (every event copied into daily partitions and rolled up, in one transaction: ${migrateSeconds.toFixed(0)} s), followed by \`VACUUM ANALYZE\`. Reads go through the handler in process (no sockets), ${RUNS} runs after a warm-up (the baseline: one, its statistics take seconds); ingest is wrk against one \`server.ts\` (1 thread, ${CONNECTIONS} connections, ${SECONDS} s after a warm-up, batches of 20 owned by one user, so rolled up) into the loaded database.
+
+| measure | this store | baseline (previous store, same data) | target |
+|---|---|---|---|
+${row(`\`/api/stats\` p50, heavy user, all time`, `${f1(median(r.statsAll))} ms (p95 ${f1(pct(r.statsAll, 95))})`, `${f1(median(baseReads.statsAll))} ms`, '< 50 ms')}
+${row(`\`/api/stats\` p50, heavy user, last 30 days`, `${f1(median(r.stats30))} ms (p95 ${f1(pct(r.stats30, 95))})`, `${f1(median(baseReads.stats30))} ms`, '< 50 ms')}
+${row('`GET /api/events` p50, newest page of 50', `${f1(median(r.newest))} ms`, `${f1(median(baseReads.newest))} ms`, '< 20 ms')}
+${row('`GET /api/events` p50, a page 60 days back', `${f1(median(r.back60))} ms`, `${f1(median(baseReads.back60))} ms`, '< 100 ms')}
+${row('ingest, batches of 20, one instance, events/s', `${int(ingested.rps * 20)} (p99 ${ingested.p99} ms; ${ratio(ingested.rps, baseIngest.rps)} the baseline)`, `${int(baseIngest.rps * 20)} (p99 ${baseIngest.p99} ms)`, '≥ 20,000')}
+${row('ingest p99 while retention drops days', `${f1(drop.p99)} ms (p50 ${f1(drop.p50)}, max ${f1(drop.max)}; dropping the two oldest days' ${int(drop.dayEvents)} events took ${drop.dropMs.toFixed(0)} ms)`, '— (retention was a DELETE)', '< 100 ms')}
+${row('table + index bytes per event', `${int(totalBytes)} B`, `${int(baseBytes.watchtower_events)} B`, '< 400 B')}
+
+Bytes per event by table: ${Object.entries(bytes).map(([t, b]) => `${t} ${int(b)} B`).join(', ')}.`;
+  console.log(section);
+} finally {
+  await sql.end({ timeout: 2 });
+  await db.drop();
+  rmSync(tmp, { recursive: true, force: true });
+}
+writeSection('postgres', section);

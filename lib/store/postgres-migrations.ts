@@ -102,7 +102,8 @@ export const MIGRATIONS: readonly Migration[] = [
     //   scope '' is all the user's events, '#' + project id one project's.
     //   watchtower_rollup_sessions / watchtower_day_sessions: the distinct sessions of each hour /
     //   day, whose counts the inserts add to the counters. All three are partitioned by day too,
-    //   and dropped with the events of that day.
+    //   and dropped with the events of that day (by the store: DETACH ... CONCURRENTLY cannot run
+    //   in a function).
     sql: `
       create sequence watchtower_events_seq as bigint;
       alter table watchtower_events rename to watchtower_events_v2;
@@ -172,26 +173,6 @@ export const MIGRATIONS: readonly Migration[] = [
           execute format('create table %I partition of watchtower_day_sessions for values from (%s) to (%s)',
             'watchtower_day_sessions_p' || d, d, d + 1);
         end loop;
-      end
-      $fn$;
-
-      -- Drops every day before cutoff_day: its partitions of all four tables. Returns how many days.
-      create function watchtower_drop_partitions(cutoff_day integer) returns integer
-      language plpgsql as $fn$
-      declare d integer; dropped integer := 0;
-      begin
-        perform pg_advisory_xact_lock(${PARTITION_LOCK});
-        for d in
-          select substr(c.relname, length('watchtower_events_p') + 1)::integer from pg_inherits i
-          join pg_class c on c.oid = i.inhrelid
-          where i.inhparent = 'watchtower_events'::regclass order by 1
-        loop
-          exit when d >= cutoff_day;
-          execute format('drop table if exists %I, %I, %I, %I', 'watchtower_events_p' || d,
-            'watchtower_rollup_sessions_p' || d, 'watchtower_day_sessions_p' || d, 'watchtower_rollups_p' || d);
-          dropped := dropped + 1;
-        end loop;
-        return dropped;
       end
       $fn$;
 

@@ -218,7 +218,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     await ensurePartitions(today - 1, today + DAYS_AHEAD);
     if (retentionDays <= 0) return 0;
     const cutoff = today - retentionDays;
-    const [{ dropped }] = await guard('retention', () => sql<{ dropped: number }[]>`select watchtower_drop_partitions(${cutoff}::integer) as dropped`);
+    const dropped = await guard('retention', () => dropDaysBefore(sql, cutoff));
     await guard('retention', () => sql`delete from watchtower_event_ids where day < ${cutoff}::integer`);
     for (const d of knownDays) if (d < cutoff) knownDays.delete(d);
     if (dropped) log(`retention dropped ${dropped} day(s) of events received before ${new Date(cutoff * DAY_MS).toISOString()}`);
@@ -601,6 +601,41 @@ async function migrate(sql: postgres.Sql, log: (msg: string) => void): Promise<v
   await sql.unsafe(migrationScript()).simple();
   const after = await versions();
   if (after !== before) log(`database schema migrated from version ${before ?? 0} to ${after}`);
+}
+
+/** The partitioned tables, each with one partition per day named <table>_p<day number>. */
+const PARTITIONED = ['watchtower_events', 'watchtower_rollup_sessions', 'watchtower_day_sessions', 'watchtower_rollups'];
+
+/**
+ * Drops every day before `cutoff` (day number): its partition of each table is detached
+ * CONCURRENTLY, which does not block inserts into the other partitions (a plain DROP would lock
+ * the parent table until every running insert finished, and make new ones wait behind it), then
+ * dropped. Several instances may do this at once: one that finds a partition gone already, or
+ * being detached by another, leaves it to that one. Resolves to the number of days dropped.
+ */
+export async function dropDaysBefore(sql: postgres.Sql, cutoff: number): Promise<number> {
+  const days = (await sql<{ day: number }[]>`
+    select distinct substr(c.relname, length(p.relname) + 3)::integer as day
+    from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent
+    where p.relname = any(${pgArray(PARTITIONED)}::text[]) and c.relname ~ '_p[0-9]+$'`).map((r) => r.day).filter((d) => d < cutoff);
+  let dropped = 0;
+  for (const day of days.sort((a, b) => a - b)) {
+    try {
+      for (const table of PARTITIONED) {
+        // Identifiers made of constant names and an integer: nothing from a client.
+        const partition = `${table}_p${Math.trunc(day)}`;
+        await sql.unsafe(`alter table ${table} detach partition ${partition} concurrently`).catch((err: { code?: string }) => {
+          // 42P01: gone already; 42P16 / 55000: not a partition or being detached (another instance).
+          if (!['42P01', '42P16', '55000'].includes(err.code ?? '')) throw err;
+        });
+        await sql.unsafe(`drop table if exists ${partition}`);
+      }
+      dropped++;
+    } catch (err) {
+      if ((err as { code?: string }).code !== '55P03' && (err as { code?: string }).code !== '40P01') throw err;
+    }
+  }
+  return dropped;
 }
 
 /** Hours of the series buckets that the range's edges cut: assembleStats unions their sessions. */
