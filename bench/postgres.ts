@@ -261,7 +261,8 @@ try {
   console.log(`  loaded in ${loadSeconds.toFixed(0)} s; baseline: the store at ${BASELINE_COMMIT}`);
   const baseBytes = await bytesPerEvent(sql, ['watchtower_events'], TOTAL);
   const { openPostgresStore: openOld } = (await import(`${baseDir}/lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore };
-  const old = await openOld({ url: db.url });
+  // Its statistics of a 30-day range read every event of the range: give them time.
+  const old = await openOld({ url: db.url, operationTimeoutMs: 900_000 });
   const baseReads = await reads(old, sql, 'watchtower_events', 1);
   await old.close();
   console.log(`  baseline stats p50 ${f1(median(baseReads.statsAll))} ms (all), ${f1(median(baseReads.stats30))} ms (30 days)`);
@@ -269,7 +270,7 @@ try {
 
   console.log('migrating to this store\'s schema');
   let t0 = performance.now();
-  const store = await openPostgresStore({ url: db.url, log: (m) => console.log(`  [store] ${m}`) });
+  const store = await openPostgresStore({ url: db.url, operationTimeoutMs: 900_000, log: (m) => console.log(`  [store] ${m}`) });
   const migrateSeconds = (performance.now() - t0) / 1000;
   t0 = performance.now();
   await sql`vacuum analyze`;

@@ -98,7 +98,7 @@ const ownerKey = (e: Pick<StoredEvent, 'user_id' | 'id'>) => `${e.user_id ?? ''}
  * 1-based position), computed here by the same functions as computeStats so that the database only
  * adds them up. Only events the insert newly stores count: the statement joins on what it stored.
  */
-export function insertColumns(batch: readonly StoredEvent[]) {
+function insertColumns(batch: readonly StoredEvent[]) {
   const cols = {
     id: [] as (string | null)[], user_id: [] as (string | null)[], project_id: [] as (string | null)[],
     type: [] as (string | null)[], received_at: [] as string[], day: [] as number[], hour: [] as number[],
