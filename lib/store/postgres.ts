@@ -1,6 +1,11 @@
 // The shared store: PostgreSQL, for several stateless instances behind a load balancer.
 // Acknowledged = committed. Other instances' inserts reach this one through LISTEN/NOTIFY.
 // See docs/architecture.md#postgresql-store.
+//
+// Every operation is a single statement on a pooled connection, never a transaction: a reserved
+// connection (which sql.begin uses) whose backend dies makes postgres.js 3.4.9 write to a null
+// socket from a setImmediate and crash the process (porsager/postgres#1208), while single
+// statements fail cleanly. So an insert, with its ids, rows, rollups and NOTIFYs, is one statement.
 import postgres from 'postgres';
 import type { StoredEvent } from '../event.ts';
 import type { Recents } from '../live-window.ts';
@@ -451,7 +456,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
     // Keyset pagination on seq, the insertion order, through the per-user (type | version, seq)
     // indexes: a page costs the same however deep it is, with no server-side cursor (and so no
-    // reserved connection, see statsOf) held between pages.
+    // reserved connection, see the top of this file) held between pages.
     async list(q: EventQuery): Promise<EventPage> {
       const beforeSeq = q.before === undefined ? undefined : decodeCursor(q.before);
       const limit = Math.max(0, Math.floor(q.limit));
@@ -570,7 +575,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 /**
  * One DO block: PL/pgSQL runs it as a single statement in its own transaction, so the advisory
  * lock is held until every pending migration is committed, and no reserved connection is needed
- * (see statsOf on why this store avoids them). Instances starting at once queue on the lock and
+ * (see the top of this file on why this store avoids them). Instances starting at once queue on the lock and
  * then find the versions applied.
  */
 export function migrationScript(migrations: readonly Migration[] = MIGRATIONS): string {
