@@ -12,6 +12,8 @@ import { DASHBOARD_CLIENT_ID, OIDC_SCOPE, startOidc, type OidcServer } from './h
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
 import { buildPages } from './helpers/pages.ts';
+import { computeStats } from '../lib/stats.ts';
+import { sampleEvents } from '../pages/src/lib/sample.ts';
 
 const SUITE_LIMIT_MS = 180_000;
 const DEV_CONFIG = { mode: 'dev', issuer: '', clientId: '', publishableKey: '', scope: '' };
@@ -329,14 +331,22 @@ function register() {
     noProblems();
   });
 
-  test('/dashboard-demo/ draws the sample data without signing in', async () => {
+  test('/dashboard-demo/ draws the sample events without signing in, every range computed in the page', async () => {
     const ctx = await newContext();
     const page = await ctx.newPage();
-    await page.goto(url('/dashboard-demo/'));
+    await page.goto(url('/dashboard-demo/?range=30d'));
     await page.locator('.panel-activity canvas').waitFor();
-    const sample = JSON.parse(await (await fetch(url('/assets/dashboard-demo.json'))).text()) as { stats: { totalEvents: number } };
-    assert.is(await kpi(page, 'totalEvents'), sample.stats.totalEvents.toLocaleString('en-US'));
-    assert.is(page.url(), url('/dashboard-demo/'));
+    await page.locator('.grid[aria-busy=false]').waitFor();
+    // The sample is the same offsets from whenever it ends, so the test's copy counts the same events.
+    const now = Date.now();
+    const expected = computeStats(sampleEvents(now), now, { from: now - 30 * 86_400_000, to: now });
+    assert.ok(expected.totalEvents > 1000, `a month of sample events (${expected.totalEvents})`);
+    assert.is(await kpi(page, 'totalEvents'), expected.totalEvents.toLocaleString('en-US'));
+    assert.is(await kpi(page, 'totalErrors'), expected.totalErrors.toLocaleString('en-US'));
+    assert.match((await page.locator('[data-delta=totalEvents]').textContent()) ?? '', /^[▲▼] [+−]\d/);
+    await page.locator('.range-picker label', { hasText: 'All' }).click();
+    await page.waitForFunction((n) => document.querySelector('[data-kpi=totalEvents]')!.textContent === n, sampleEvents(now).length.toLocaleString('en-US'));
+    assert.is(page.url(), url('/dashboard-demo/?range=all'));
     noProblems();
   });
 

@@ -5,7 +5,8 @@ import type { StoredEvent } from '../../lib/event.ts';
 import type { Stats } from '../../lib/stats.ts';
 import { download, ndjsonToCsv } from './lib/csv.ts';
 import { byId } from './lib/dom.ts';
-import { endsNow, eventsQuery, previousSpan, readState, spanOf, statsQuery, writeState, type ViewState } from './lib/range.ts';
+import { runDashboard } from './lib/controller.ts';
+import { eventsQuery, exportName, statsQuery } from './lib/range.ts';
 import { api, authHeaders, currentSession, signOut, syncUser } from './lib/session.ts';
 import { createDashboardView } from './lib/view.ts';
 
@@ -24,102 +25,55 @@ async function start(name: string, s: NonNullable<typeof session>) {
   byId('sign-out').addEventListener('click', () => void signOut());
   byId('dashboard').replaceChildren(view.root);
 
-  let state: ViewState = readState(location.search);
-  // Answers to an older request (the visitor clicked on) are dropped, never drawn over newer ones.
-  let generation = 0;
-
   const failed = (what: string, r: Response) =>
     view.setNotice(`${what} could not be loaded (${r.status}${r.status === 503 ? ', the identity provider or the database is unavailable' : ''}); new events will retry.`);
 
-  const loadStats = async (gen: number) => {
-    const now = Date.now();
-    const current = spanOf(state, now);
-    const [r, p] = await Promise.all([
-      api(`/api/stats${statsQuery(current)}`),
-      current ? api(`/api/stats${statsQuery(previousSpan(current))}`) : null,
-    ]);
-    if (gen !== generation) return;
-    if (!r.ok) return failed('Statistics', r);
-    const stats = (await r.json()) as Stats;
-    const previous = p && p.ok ? ((await p.json()) as Stats) : null;
-    if (gen !== generation) return;
-    view.setNotice(null);
-    // A previous period without events has nothing to compare with; "all" has no previous period.
-    view.showStats(stats, { span: current, now, previous: current ? (previous && previous.totalEvents > 0 ? previous : null) : undefined });
-  };
-  const loadEvents = async (gen: number) => {
-    const r = await api(`/api/events?${eventsQuery(spanOf(state, Date.now()), state, { limit: '50' })}`);
-    if (gen !== generation) return;
-    if (!r.ok) return failed('Events', r);
-    const { events } = (await r.json()) as { events: StoredEvent[] };
-    if (gen === generation) view.showEvents(events);
-  };
-  const load = async (what: 'all' | 'events' = 'all') => {
-    const gen = ++generation;
-    view.setBusy(true);
-    await Promise.all([what === 'all' ? loadStats(gen) : null, loadEvents(gen)]);
-    if (gen === generation) view.setBusy(false);
-  };
-
-  view.setState(state);
-  view.onChange((change) => {
-    const next = { ...state, ...change };
-    const url = writeState(next);
-    const changed = url !== writeState(state);
-    const what = change.range !== undefined ? 'all' : change.type !== undefined || change.version !== undefined ? 'events' : null;
-    state = next;
-    if (changed) history.pushState(null, '', location.pathname + url);
-    view.setState(state);
-    if (what) void load(what);
+  const dashboard = runDashboard(view, {
+    async stats(span) {
+      const r = await api(`/api/stats${statsQuery(span)}`);
+      if (!r.ok) {
+        failed('Statistics', r);
+        return null;
+      }
+      view.setNotice(null);
+      return (await r.json()) as Stats;
+    },
+    async events(span, filters) {
+      const r = await api(`/api/events?${eventsQuery(span, filters, { limit: '50' })}`);
+      if (!r.ok) {
+        failed('Events', r);
+        return null;
+      }
+      return ((await r.json()) as { events: StoredEvent[] }).events;
+    },
+    async exportEvents(format, span, filters) {
+      const r = await api(`/api/events/export?${eventsQuery(span, filters)}`);
+      if (!r.ok || !r.body) return failed('The export', r);
+      try {
+        if (format === 'ndjson') download(exportName(span, 'ndjson'), 'application/x-ndjson', [await r.blob()]);
+        else {
+          const parts: string[] = [];
+          for await (const chunk of ndjsonToCsv(r.body)) parts.push(chunk);
+          download(exportName(span, 'csv'), 'text/csv;charset=utf-8', parts);
+        }
+      } catch (err) {
+        // The server breaks an export it cannot finish; a partial file is never offered as complete.
+        view.setNotice(`The export was cut short (${err instanceof Error ? err.message : String(err)}); try again.`);
+      }
+    },
   });
-  addEventListener('popstate', () => {
-    state = readState(location.search);
-    view.setState(state);
-    void load();
-  });
-  view.onExport((format) => void exportEvents(format));
 
   // The shell appears with its numbers, never with placeholders that then jump.
-  await load();
+  await dashboard.load();
   // A failed sync only loses the profile record (email, name); the events are still the user's.
   if (synced !== 200) view.setNotice(`Your profile could not be recorded (${synced}); it will be on your next visit.`);
   byId('guard').hidden = true;
   byId('app').hidden = false;
 
-  // New events refresh a range that reaches the present at most every 2 s: a burst of clicks costs
-  // one round of requests. A range that ended in the past keeps its numbers; the feed still streams.
-  let refresh: ReturnType<typeof setTimeout> | null = null;
-  const scheduleRefresh = () => {
-    if (!endsNow(state, Date.now())) return;
-    refresh ??= setTimeout(() => {
-      refresh = null;
-      void load();
-    }, 2000);
-  };
   void follow((events) => {
     view.addLive(events);
-    scheduleRefresh();
+    dashboard.eventsArrived();
   }, view.setLiveStatus);
-
-  /** Every event of the range and filters, from the export endpoint, as a file. */
-  async function exportEvents(format: 'ndjson' | 'csv') {
-    const current = spanOf(state, Date.now());
-    const r = await api(`/api/events/export?${eventsQuery(current, state)}`);
-    if (!r.ok || !r.body) return failed('The export', r);
-    const stamp = current ? `${new Date(current.from).toISOString().slice(0, 10)}-to-${new Date(current.to).toISOString().slice(0, 10)}` : 'all';
-    try {
-      if (format === 'ndjson') {
-        download(`watchtower-events-${stamp}.ndjson`, 'application/x-ndjson', [await r.blob()]);
-      } else {
-        const parts: string[] = [];
-        for await (const chunk of ndjsonToCsv(r.body)) parts.push(chunk);
-        download(`watchtower-events-${stamp}.csv`, 'text/csv;charset=utf-8', parts);
-      }
-    } catch (err) {
-      // The server breaks an export it cannot finish; a partial file is never offered as complete.
-      view.setNotice(`The export was cut short (${err instanceof Error ? err.message : String(err)}); try again.`);
-    }
-  }
 }
 
 /**

@@ -141,3 +141,9 @@ export function delta(current: number, previous: number | null): Delta {
   if (rounded === 0) return { text: 'no change', direction: 'flat' };
   return { text: `${rounded > 0 ? '+' : '−'}${Math.abs(rounded)}%`, direction: rounded > 0 ? 'up' : 'down' };
 }
+
+/** The file name of an export of a span's events. */
+export function exportName(span: Span | null, ext: string): string {
+  const stamp = span ? `${dayString(span.from)}-to-${dayString(span.to)}` : 'all';
+  return `watchtower-events-${stamp}.${ext}`;
+}

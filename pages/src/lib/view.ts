@@ -68,7 +68,12 @@ function chartHost(label: string, height: number): HTMLElement {
 
 /** The table under a chart: its text alternative, folded away for sighted readers. */
 function dataDetails(table: HTMLTableElement): HTMLElement {
-  return el('details', { class: 'data' }, el('summary', { text: 'Show the numbers' }), el('div', { class: 'table-wrap' }, table));
+  return el('details', { class: 'data' }, el('summary', { text: 'Show the numbers' }), scroller(table, 'Numbers of the chart'));
+}
+
+/** A table in a box that scrolls: focusable, so the keyboard can scroll it too. */
+function scroller(table: HTMLTableElement, label: string): HTMLElement {
+  return el('div', { class: 'table-wrap', attrs: { tabindex: '0', role: 'region', 'aria-label': label } }, table);
 }
 
 export function createDashboardView(options: { live: boolean; ranges: boolean }): DashboardView {
@@ -151,7 +156,7 @@ export function createDashboardView(options: { live: boolean; ranges: boolean })
     panel('Errors by version', 'versions', [csvButton('errors by version', model('versions'))],
       versionsChart, dataDetails(tableFor(['Version', 'Errors'], versionsBody))),
     panel('Latency per route', 'latency', [csvButton('latency per route', model('latency'))],
-      el('div', { class: 'table-wrap' }, tableFor(['Route', 'Loads', 'p50 ms', 'p95 ms', 'Avg ms'], routeBody)),
+      scroller(tableFor(['Route', 'Loads', 'p50 ms', 'p95 ms', 'Avg ms'], routeBody), 'Latency per route'),
       el('label', { class: 'inline' }, el('span', { text: 'Recent loads of ' }), routeSelect),
       routeChart, dataDetails(tableFor(['Time', 'Duration ms', 'TTFB ms'], routePointsBody))),
     panel('Feedback', 'feedback', [csvButton('feedback', model('feedback'))],
@@ -160,9 +165,9 @@ export function createDashboardView(options: { live: boolean; ranges: boolean })
     panel('Recent errors', 'errors', [csvButton('recent errors', model('errors'))], errorsList),
     panel('Events', 'events', [csvButton('events', model('events'))],
       el('p', { class: 'note', text: 'The 50 most recent events of the range; download all of them with the buttons at the top.' }),
-      el('div', { class: 'table-wrap' }, el('table', { class: 'events' },
+      scroller(el('table', { class: 'events' },
         el('thead', {}, el('tr', {}, ...['Time', 'Type', 'Version', 'Details'].map((h) => el('th', { text: h, attrs: { scope: 'col' } })))),
-        eventsBody))),
+        eventsBody), 'Events')),
   );
 
   const root = el('div', { class: 'dash' },
