@@ -93,7 +93,15 @@ function register() {
     contexts.push(ctx);
     ctx.setDefaultTimeout(10_000);
     await ctx.route('**/assets/config.js', (route) => route.fulfill({ status: 200, contentType: 'application/javascript', body: DEV_CONFIG_SCRIPT }));
-    await ctx.addInitScript((user) => localStorage.setItem('service_idp_user_id', user), USER);
+    await ctx.addInitScript((user) => {
+      localStorage.setItem('service_idp_user_id', user);
+      // Layout shifts not caused by input, from the first paint on (the test of stability reads it).
+      const w = window as unknown as { __shift: number };
+      w.__shift = 0;
+      new PerformanceObserver((list) => {
+        for (const e of list.getEntries() as (PerformanceEntry & { value: number; hadRecentInput: boolean })[]) if (!e.hadRecentInput) w.__shift += e.value;
+      }).observe({ type: 'layout-shift', buffered: true });
+    }, USER);
     const page = await ctx.newPage();
     page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
     const statsRequests: string[] = [];
@@ -283,6 +291,27 @@ function register() {
     const { page } = await open('/dashboard?range=30d', { width: 375, height: 800 });
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 0, `no horizontal scrolling at 375 px (${overflow} px too wide)`);
+    noProblems();
+  });
+
+  // Last: it adds events to the user.
+  test('nothing moves when data arrives: first render, then a live refresh of a range that ends now', async () => {
+    // A tall window, so that every panel is in view and any shift counts.
+    const { page } = await open('/dashboard?range=24h', { width: 1280, height: 2600 });
+    await page.locator('.status-ok').waitFor();
+    assert.is(await page.evaluate(() => (window as unknown as { __shift: number }).__shift), 0, 'no layout shift on the first render');
+    const r = await send('POST', '/api/events', { body: { events: [
+      { type: 'click', userId: USER, sessionId: 'live' },
+      { type: 'error', userId: USER, sessionId: 'live', deployVersion: '1.0', message: 'live failure' },
+      { type: 'pageload', userId: USER, sessionId: 'live', route: '/a', data: { duration: 40 } },
+    ] } });
+    assert.is(r.status, 200);
+    // The feed shows them at once; the numbers follow within the 2 s refresh.
+    await page.locator('.feed-item[data-type=error]').waitFor();
+    await page.waitForFunction(() => document.querySelector('[data-kpi=totalEvents]')!.textContent === '6', undefined, { timeout: 10_000 });
+    await settled(page);
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    assert.is(await page.evaluate(() => (window as unknown as { __shift: number }).__shift), 0, 'no layout shift when the live refresh redraws');
     noProblems();
   });
 

@@ -151,7 +151,10 @@ export function createDashboardView(options: { live: boolean; ranges: boolean })
     activityChart, dataDetails(tableFor(['Period', 'Events', 'Sessions'], activityBody)));
 
   const grid = el('div', { class: 'grid' },
-    options.live ? panel('Live feed', 'live', [], el('p', { class: 'note' }, 'Stream: ', liveStatus), liveEmpty, liveList) : null,
+    options.live
+      ? panel('Live feed', 'live', [], el('p', { class: 'note' }, 'Stream: ', liveStatus),
+        el('div', { class: 'feed-box', attrs: { tabindex: '0', role: 'region', 'aria-label': 'Live events' } }, liveEmpty, liveList))
+      : null,
     activityPanel,
     panel('Errors by version', 'versions', [csvButton('errors by version', model('versions'))],
       versionsChart, dataDetails(tableFor(['Version', 'Errors'], versionsBody))),
