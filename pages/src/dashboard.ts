@@ -18,7 +18,10 @@ if (!session) {
 }
 
 async function start(name: string, s: NonNullable<typeof session>) {
-  const synced = await syncUser(s);
+  // The profile record and the numbers are independent: ask for both at once.
+  const syncing = syncUser(s);
+  // (Its failure is reported below, once awaited; until then it must not count as unhandled.)
+  syncing.catch(() => {});
   const view = createDashboardView({ live: true, ranges: true });
   byId('user-name').textContent = name;
   byId('user-id').textContent = s.userId;
@@ -66,6 +69,7 @@ async function start(name: string, s: NonNullable<typeof session>) {
   // The shell appears with its numbers, never with placeholders that then jump.
   await dashboard.load();
   // A failed sync only loses the profile record (email, name); the events are still the user's.
+  const synced = await syncing;
   if (synced !== 200) view.setNotice(`Your profile could not be recorded (${synced}); it will be on your next visit.`);
   byId('guard').hidden = true;
   byId('app').hidden = false;
