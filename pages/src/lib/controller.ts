@@ -27,23 +27,37 @@ export function runDashboard(view: DashboardView, source: DashboardSource, clock
   let state: ViewState = readState(location.search);
   let generation = 0;
 
-  const loadStats = async (gen: number) => {
+  /** Draws the range's statistics; `compared` settles once the comparison with the period before is drawn too. */
+  const loadStats = async (gen: number): Promise<{ compared: Promise<void> }> => {
     const now = clock();
     const span = spanOf(state, now);
-    const [stats, previous] = await Promise.all([source.stats(span), span ? source.stats(previousSpan(span)) : null]);
-    if (gen !== generation || !stats) return;
-    // A previous period without events has nothing to compare with; "all" has no previous period.
-    view.showStats(stats, { span, now, previous: span ? (previous && previous.totalEvents > 0 ? previous : null) : undefined });
+    // Both asked at once; the numbers are drawn as soon as they are here, the comparison after.
+    const current = source.stats(span);
+    const before = span ? source.stats(previousSpan(span)) : Promise.resolve(undefined);
+    const stats = await current;
+    if (gen !== generation || !stats) return { compared: before.then(() => {}) };
+    view.showStats(stats, { span, now });
+    return {
+      compared: before.then((previous) => {
+        // A previous period without events has nothing to compare with; "all" has no previous period.
+        if (gen === generation) view.showComparison(stats, previous === undefined ? undefined : previous && previous.totalEvents > 0 ? previous : null);
+      }),
+    };
   };
   const loadEvents = async (gen: number) => {
     const events = await source.events(spanOf(state, clock()), state);
     if (gen === generation && events) view.showEvents(events);
   };
-  const load = async (what: 'all' | 'events' = 'all') => {
+  /** Resolves once the numbers and events are drawn; the panels stay marked busy until the comparison is too. */
+  const load = async (what: 'all' | 'events' = 'all', fresh = false) => {
     const gen = ++generation;
     view.setBusy(true);
-    await Promise.all([what === 'all' ? loadStats(gen) : null, loadEvents(gen)]);
-    if (gen === generation) view.setBusy(false);
+    // A new range's old comparison would be wrong next to its numbers: gone until the new one is here.
+    if (fresh) view.showComparison(null);
+    const [stats] = await Promise.all([what === 'all' ? loadStats(gen) : null, loadEvents(gen)]);
+    void (stats?.compared ?? Promise.resolve()).then(() => {
+      if (gen === generation) view.setBusy(false);
+    });
   };
 
   view.setState(state);
@@ -53,13 +67,13 @@ export function runDashboard(view: DashboardView, source: DashboardSource, clock
     if (query !== writeState(state)) history.pushState(null, '', location.pathname + query);
     state = next;
     view.setState(state);
-    if (change.range !== undefined) void load('all');
+    if (change.range !== undefined) void load('all', true);
     else if (change.type !== undefined || change.version !== undefined) void load('events');
   });
   addEventListener('popstate', () => {
     state = readState(location.search);
     view.setState(state);
-    void load();
+    void load('all', true);
   });
   view.onExport((format) => void source.exportEvents(format, spanOf(state, clock()), state));
 

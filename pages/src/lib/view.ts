@@ -16,8 +16,6 @@ const LIVE_MAX = 50;
 
 /** What the view shows along with a Stats answer. */
 export interface StatsContext {
-  /** The previous period's answer; null when it held no events; undefined when there is none to compare with ("all", the preview). */
-  previous?: Stats | null;
   span: Span | null;
   /** The clock the "all" answer's 7-day series end at. */
   now?: number;
@@ -26,6 +24,11 @@ export interface StatsContext {
 export interface DashboardView {
   root: HTMLElement;
   showStats(stats: Stats, ctx: StatsContext): void;
+  /**
+   * The headline numbers' change: `previous` is the period before's answer, null when it held no
+   * events, undefined when there is nothing to compare with ("all"); a null `stats` clears them.
+   */
+  showComparison(stats: Stats | null, previous?: Stats | null): void;
   showEvents(events: StoredEvent[]): void;
   addLive(events: StoredEvent[]): void;
   setLiveStatus(text: string, state: 'ok' | 'wait' | 'off'): void;
@@ -322,26 +325,28 @@ export function createDashboardView(options: { live: boolean; ranges: boolean })
         : `Showing ${describeRange(s)}; changes compare with the period of the same length just before.`;
       routeSelect.dataset.wanted = s.route;
     },
+    showComparison(stats, previous) {
+      const kpis: [Kpi, Better, (s: Stats) => number, ((s: Stats) => number) | null][] = [
+        [kTotal, 'up', (s) => s.totalEvents, null],
+        [kErrors, 'down', (s) => s.totalErrors, null],
+        // An average over nothing is no number to compare with, either way.
+        [kLatency, 'down', (s) => s.averageLatency, (s) => Object.values(s.latencyByRoute).reduce((n, r) => n + r.count, 0)],
+        [kFeedback, 'up', (s) => s.analytics.feedbackAverage, (s) => s.analytics.feedbackTotal],
+      ];
+      for (const [k, better, pick, samples] of kpis) {
+        if (!stats || previous === undefined || (samples && samples(stats) === 0)) showDelta(k, 0, undefined, better);
+        else showDelta(k, pick(stats), previous === null || (samples && samples(previous) === 0) ? null : pick(previous), better);
+      }
+    },
     showStats(stats, ctx) {
       latest = stats;
       const now = ctx.now ?? Date.now();
-      const prev = ctx.previous;
-      const was = (pick: (s: Stats) => number) => (prev === undefined ? undefined : prev === null ? null : pick(prev));
       kActive.value.textContent = fmt.format(stats.activeUsers);
       kTotal.value.textContent = fmt.format(stats.totalEvents);
-      showDelta(kTotal, stats.totalEvents, was((s) => s.totalEvents), 'up');
       kErrors.value.textContent = fmt.format(stats.totalErrors);
-      showDelta(kErrors, stats.totalErrors, was((s) => s.totalErrors), 'down');
       kLatency.value.textContent = stats.averageLatency ? `${fmt.format(stats.averageLatency)} ms` : '–';
-      // An average over nothing is no number to compare with.
-      const avgWas = (pick: (s: Stats) => number, n: (s: Stats) => number) => (prev === undefined ? undefined : prev === null || n(prev) === 0 ? null : pick(prev));
-      const loads = (s: Stats) => Object.values(s.latencyByRoute).reduce((a, r) => a + r.count, 0);
-      if (stats.averageLatency) showDelta(kLatency, stats.averageLatency, avgWas((s) => s.averageLatency, loads), 'down');
-      else showDelta(kLatency, 0, undefined, 'down');
       const a = stats.analytics;
       kFeedback.value.textContent = a.feedbackTotal ? `${fmt.format(a.feedbackAverage)} / 5` : '–';
-      if (a.feedbackTotal) showDelta(kFeedback, a.feedbackAverage, avgWas((s) => s.analytics.feedbackAverage, (s) => s.analytics.feedbackTotal), 'up');
-      else showDelta(kFeedback, 0, undefined, 'up');
 
       syncOptions(typeFilter, Object.keys(stats.eventsByType));
       syncOptions(versionFilter, Object.keys(stats.errorsByVersion).filter((v) => v !== 'unknown'));
