@@ -27,10 +27,12 @@ test('writeState writes only what differs from the default, and readState reads 
   for (const q of states) assert.is(writeState(readState(q)), q);
 });
 
-test('spans: presets end now, custom ranges are whole UTC days with the end day included, all is none', () => {
-  assert.equal(spanOf(readState('?range=24h'), NOW), { from: NOW - DAY, to: NOW, interval: 'hour' });
-  assert.equal(spanOf(readState(''), NOW), { from: NOW - 7 * DAY, to: NOW, interval: 'day' });
-  assert.equal(spanOf(readState('?range=90d'), NOW), { from: NOW - 90 * DAY, to: NOW, interval: 'day' });
+test('spans: presets are whole hours ending with the current one, custom ranges whole UTC days with the end day included, all is none', () => {
+  const END = Date.parse('2026-05-16T13:00:00.000Z');
+  assert.equal(spanOf(readState('?range=24h'), NOW), { from: END - DAY, to: END, interval: 'hour' });
+  assert.equal(spanOf(readState(''), NOW), { from: END - 7 * DAY, to: END, interval: 'day' });
+  assert.equal(spanOf(readState('?range=90d'), NOW), { from: END - 90 * DAY, to: END, interval: 'day' });
+  assert.equal(spanOf(readState('?range=24h'), END), { from: END - DAY, to: END, interval: 'hour' }, 'on the hour: that hour ends the range');
   assert.is(spanOf(readState('?range=all'), NOW), null);
   assert.equal(spanOf(readState('?range=custom&from=2026-05-01&to=2026-05-02'), NOW), { from: Date.parse('2026-05-01T00:00:00Z'), to: Date.parse('2026-05-03T00:00:00Z'), interval: 'hour' });
   assert.equal(spanOf(readState('?range=custom&from=2026-05-01&to=2026-05-10'), NOW)!.interval, 'day');

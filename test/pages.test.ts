@@ -13,6 +13,7 @@ import { startServer, type RunningServer } from './helpers/server.ts';
 import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
 import { buildPages } from './helpers/pages.ts';
 import { computeStats } from '../lib/stats.ts';
+import { readState, spanOf } from '../pages/src/lib/range.ts';
 import { sampleEvents } from '../pages/src/lib/sample.ts';
 
 const SUITE_LIMIT_MS = 180_000;
@@ -334,12 +335,14 @@ function register() {
   test('/dashboard-demo/ draws the sample events without signing in, every range computed in the page', async () => {
     const ctx = await newContext();
     const page = await ctx.newPage();
+    // The page's clock held still, so the test's copy of the sample (which ends at that moment) and
+    // the range's hours are exactly the page's.
+    const now = Date.now();
+    await page.clock.setFixedTime(now);
     await page.goto(url('/dashboard-demo/?range=30d'));
     await page.locator('.panel-activity canvas').waitFor();
     await page.locator('.grid[aria-busy=false]').waitFor();
-    // The sample is the same offsets from whenever it ends, so the test's copy counts the same events.
-    const now = Date.now();
-    const expected = computeStats(sampleEvents(now), now, { from: now - 30 * 86_400_000, to: now });
+    const expected = computeStats(sampleEvents(now), now, spanOf(readState('?range=30d'), now)!);
     assert.ok(expected.totalEvents > 1000, `a month of sample events (${expected.totalEvents})`);
     assert.is(await kpi(page, 'totalEvents'), expected.totalEvents.toLocaleString('en-US'));
     assert.is(await kpi(page, 'totalErrors'), expected.totalErrors.toLocaleString('en-US'));

@@ -1,7 +1,7 @@
 // What the dashboard does with its view state, whichever source its numbers come from (the API for
 // the signed-in dashboard, sample events for the preview): read the state from the query string,
-// load the current and the previous period, push a history entry for each change, restore on
-// back/forward, and drop answers to requests that a newer one has replaced.
+// load the range and then the period before it for the comparison, push a history entry for each
+// change, restore on back/forward, and drop answers to requests that a newer one has replaced.
 import type { StoredEvent } from '../../../lib/event.ts';
 import type { Stats } from '../../../lib/stats.ts';
 import { endsNow, previousSpan, readState, spanOf, writeState, type Span, type ViewState } from './range.ts';
@@ -27,21 +27,21 @@ export function runDashboard(view: DashboardView, source: DashboardSource, clock
   let state: ViewState = readState(location.search);
   let generation = 0;
 
-  /** Draws the range's statistics; `compared` settles once the comparison with the period before is drawn too. */
-  const loadStats = async (gen: number): Promise<{ compared: Promise<void> }> => {
+  /**
+   * Draws the range's statistics, and returns what then draws the comparison with the period
+   * before. That second request is sent only once the first numbers are here: a server answers in
+   * the order it was asked, so asking both at once would make the first render wait for both.
+   */
+  const loadStats = async (gen: number): Promise<(() => Promise<void>) | null> => {
     const now = clock();
     const span = spanOf(state, now);
-    // Both asked at once; the numbers are drawn as soon as they are here, the comparison after.
-    const current = source.stats(span);
-    const before = span ? source.stats(previousSpan(span)) : Promise.resolve(undefined);
-    const stats = await current;
-    if (gen !== generation || !stats) return { compared: before.then(() => {}) };
+    const stats = await source.stats(span);
+    if (gen !== generation || !stats) return null;
     view.showStats(stats, { span, now });
-    return {
-      compared: before.then((previous) => {
-        // A previous period without events has nothing to compare with; "all" has no previous period.
-        if (gen === generation) view.showComparison(stats, previous === undefined ? undefined : previous && previous.totalEvents > 0 ? previous : null);
-      }),
+    return async () => {
+      // "All" has no previous period; one without events has nothing to compare with.
+      const previous = span ? await source.stats(previousSpan(span)) : undefined;
+      if (gen === generation) view.showComparison(stats, previous === undefined ? undefined : previous && previous.totalEvents > 0 ? previous : null);
     };
   };
   const loadEvents = async (gen: number) => {
@@ -54,8 +54,8 @@ export function runDashboard(view: DashboardView, source: DashboardSource, clock
     view.setBusy(true);
     // A new range's old comparison would be wrong next to its numbers: gone until the new one is here.
     if (fresh) view.showComparison(null);
-    const [stats] = await Promise.all([what === 'all' ? loadStats(gen) : null, loadEvents(gen)]);
-    void (stats?.compared ?? Promise.resolve()).then(() => {
+    const [compare] = await Promise.all([what === 'all' ? loadStats(gen) : null, loadEvents(gen)]);
+    void (compare ? compare() : Promise.resolve()).then(() => {
       if (gen === generation) view.setBusy(false);
     });
   };
