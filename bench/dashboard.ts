@@ -97,6 +97,9 @@ async function firstRender(origin: string, user: string, query: string): Promise
       total: document.querySelector('[data-kpi=totalEvents]')!.textContent ?? '',
     };
   });
+  // The comparison with the period before is asked for after the first render: let it finish, so
+  // that the next round does not queue behind it on the server.
+  await page.locator('.grid[aria-busy=false]').waitFor({ timeout: 120_000 });
   await ctx.close();
   return round;
 }
@@ -147,7 +150,7 @@ for (const d of deployments) {
 }
 writeSection('dashboard', `## Dashboard first render
 
-\`npm run bench:dashboard\` — headless Chromium against a user with ${TOTAL.toLocaleString('en-US')} events received evenly over the last ${DAYS} days, held by two deployments: server.ts on the sqlite store (the database filled through the store beforehand), and the fetch handler in the bench process on the memory store with its capacity raised to hold them (it answers ranges from rollups). Each round opens the signed-in dashboard in a fresh browser context and reads the Performance API: "rendered" is the \`dashboard-rendered\` mark the page sets once its first numbers are on screen (from navigation start, once the range's statistics and its latest 50 events are drawn; the comparison with the period before, asked for at the same time, fills in after), LCP the largest contentful paint, "stats" the range's stats request (request start to response end), CLS the layout shifts without input up to then. Medians of ${ROUNDS} rounds with (min–max), after one warm-up round per deployment; the ratio is against the baseline, the same page for a user without events on the same deployment, measured in the same run. Target: first render under 1 s with the 30-day range — ${targets.join('; ')}. ${machine()}.
+\`npm run bench:dashboard\` — headless Chromium against a user with ${TOTAL.toLocaleString('en-US')} events received evenly over the last ${DAYS} days, held by two deployments: server.ts on the sqlite store (the database filled through the store beforehand), and the fetch handler in the bench process on the memory store with its capacity raised to hold them (it answers ranges from rollups). Each round opens the signed-in dashboard in a fresh browser context and reads the Performance API: "rendered" is the \`dashboard-rendered\` mark the page sets once its first numbers are on screen (from navigation start, once the range's statistics and its latest 50 events are drawn; the comparison with the period before is asked for then and fills in after; each round waits for it before the next, so no request queues behind another round's), LCP the largest contentful paint, "stats" the range's stats request (request start to response end), CLS the layout shifts without input up to then. Medians of ${ROUNDS} rounds with (min–max), after one warm-up round per deployment; the ratio is against the baseline, the same page for a user without events on the same deployment, measured in the same run. Target: first render under 1 s with the 30-day range — ${targets.join('; ')}. ${machine()}.
 
 | deployment | range | rendered | vs baseline | LCP | stats request | CLS (max) | events shown |
 |---|---|---|---|---|---|---|---|
