@@ -2,7 +2,7 @@
 // client configuration dist/assets/config.js from the environment (never committed: dist/ is ignored).
 // Usage: node scripts/build-pages.mjs [--config-only | --skip-config]
 import { build } from 'esbuild';
-import { copyFile, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
@@ -66,7 +66,6 @@ export async function buildPages({ env = process.env, configOnly = false, skipCo
     legalComments: 'none',
     logLevel: 'warning',
   });
-  await copyFile(root + 'fixtures/dashboard-demo.json', outdir + '/dashboard-demo.json');
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -1,7 +1,6 @@
 // The served pages in a real browser (headless Chromium through playwright-core) against the real
 // server (server.ts as a child process): development sign-in, the demo app feeding the live
 // dashboard, sign-out, the page guard, HTML injection, per-user isolation, screenshots.
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,10 +9,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { DASHBOARD_CLIENT_ID, OIDC_SCOPE, startOidc, type OidcServer } from './helpers/oidc.ts';
-import { ROOT, startServer, type RunningServer } from './helpers/server.ts';
+import { startServer, type RunningServer } from './helpers/server.ts';
 import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
-
-declare const Deno: unknown;
+import { buildPages } from './helpers/pages.ts';
+import { computeStats } from '../lib/stats.ts';
+import { readState, spanOf } from '../pages/src/lib/range.ts';
+import { sampleEvents } from '../pages/src/lib/sample.ts';
 
 const SUITE_LIMIT_MS = 180_000;
 const DEV_CONFIG = { mode: 'dev', issuer: '', clientId: '', publishableKey: '', scope: '' };
@@ -32,18 +33,6 @@ function freePort(): Promise<number> {
 }
 
 if (browserSuiteRuns('Browser tests')) register();
-
-function build(): void {
-  // The test's own build of the page bundles and the SDK, so it never runs against stale files.
-  // The client configuration is served per test below (dev mode), whatever the environment says.
-  const node = typeof Deno !== 'undefined' ? 'node' : process.execPath;
-  const scripts = ['scripts/build-pages.mjs', 'scripts/build-sdk.mjs'].filter((s) => existsSync(join(ROOT, s)));
-  for (const script of scripts) {
-    const r = spawnSync(node, script.includes('pages') ? [script, '--skip-config'] : [script], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
-    if (r.status !== 0) throw new Error(`${script} failed (${r.status}): ${r.stderr || r.stdout || r.error}`);
-  }
-  if (!existsSync(join(ROOT, 'dist/sdk/watchtower.js'))) throw new Error('dist/sdk/watchtower.js is missing: the SDK build did not produce it');
-}
 
 function register() {
   let server: RunningServer;
@@ -113,7 +102,7 @@ function register() {
       void provider?.server.stop('SIGKILL');
       void provider?.oidc.close();
     }, SUITE_LIMIT_MS);
-    build();
+    buildPages();
     server = await startServer();
     browser = await launchChromium();
   });
@@ -193,7 +182,7 @@ function register() {
       assert.is(await dashboard.locator(`.panel-types li[data-type=${type}]`).count(), 1, `events by type lists ${type}`);
     }
     assert.ok(await dashboard.locator('.panel-versions canvas').count(), 'errors-by-version chart drawn');
-    assert.ok(await dashboard.locator('.panel-week canvas').count(), '7-day chart drawn');
+    assert.ok(await dashboard.locator('.panel-activity canvas').count(), 'activity chart drawn');
     const errorTexts = await dashboard.locator('.panel-errors .err-msg').allTextContents();
     assert.ok(errorTexts.some((t) => /items/.test(t)) && errorTexts.some((t) => /Payment service/.test(t)), errorTexts.join(' | '));
 
@@ -343,14 +332,24 @@ function register() {
     noProblems();
   });
 
-  test('/dashboard-demo/ draws the sample data without signing in', async () => {
+  test('/dashboard-demo/ draws the sample events without signing in, every range computed in the page', async () => {
     const ctx = await newContext();
     const page = await ctx.newPage();
-    await page.goto(url('/dashboard-demo/'));
-    await page.locator('.panel-week canvas').waitFor();
-    const sample = JSON.parse(await (await fetch(url('/assets/dashboard-demo.json'))).text()) as { stats: { totalEvents: number } };
-    assert.is(await kpi(page, 'totalEvents'), sample.stats.totalEvents.toLocaleString('en-US'));
-    assert.is(page.url(), url('/dashboard-demo/'));
+    // The page's clock held still, so the test's copy of the sample (which ends at that moment) and
+    // the range's hours are exactly the page's.
+    const now = Date.now();
+    await page.clock.setFixedTime(now);
+    await page.goto(url('/dashboard-demo/?range=30d'));
+    await page.locator('.panel-activity canvas').waitFor();
+    await page.locator('.grid[aria-busy=false]').waitFor();
+    const expected = computeStats(sampleEvents(now), now, spanOf(readState('?range=30d'), now)!);
+    assert.ok(expected.totalEvents > 1000, `a month of sample events (${expected.totalEvents})`);
+    assert.is(await kpi(page, 'totalEvents'), expected.totalEvents.toLocaleString('en-US'));
+    assert.is(await kpi(page, 'totalErrors'), expected.totalErrors.toLocaleString('en-US'));
+    assert.match((await page.locator('[data-delta=totalEvents]').textContent()) ?? '', /^[▲▼] [+−]\d/);
+    await page.locator('.range-picker label', { hasText: 'All' }).click();
+    await page.waitForFunction((n) => document.querySelector('[data-kpi=totalEvents]')!.textContent === n, sampleEvents(now).length.toLocaleString('en-US'));
+    assert.is(page.url(), url('/dashboard-demo/?range=all'));
     noProblems();
   });
 

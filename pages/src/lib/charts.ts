@@ -26,9 +26,14 @@ function mount(host: HTMLElement, height: number, make: (width: number, height: 
     host.replaceChildren();
     plot = make(width(), height);
   };
-  draw();
+  // A host not laid out yet (the page still hidden) has no width: the chart is drawn when it gets
+  // one. The observer reports that after layout and before paint, so the first frame shown already
+  // holds the chart at its width and nothing moves.
+  if (host.clientWidth > 0) draw();
   const ro = new ResizeObserver(() => {
-    if (plot && Math.abs(plot.width - width()) > 1) plot.setSize({ width: width(), height });
+    if (!plot) {
+      if (host.clientWidth > 0) draw();
+    } else if (Math.abs(plot.width - width()) > 1) plot.setSize({ width: width(), height });
   });
   ro.observe(host);
   const scheme = matchMedia('(prefers-color-scheme: dark)');

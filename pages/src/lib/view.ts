@@ -1,57 +1,142 @@
 // The dashboard's panels, drawn from a Stats object (GET /api/stats) and event lists. Shared by the
-// signed-in dashboard and the static preview (/dashboard-demo/).
+// signed-in dashboard and the static preview (/dashboard-demo/). Every chart has its numbers in a
+// table next to it (its text alternative), and every table downloads as CSV from the same rows.
 import type { StoredEvent } from '../../../lib/event.ts';
 import type { Stats } from '../../../lib/stats.ts';
 import { barChart, lineChart } from './charts.ts';
+import { eventCells, EVENT_COLUMNS } from './csv.ts';
 import { el, fmt, formatTime, summarize } from './dom.ts';
+import { delta, describeRange, parseDay, PRESETS, type RangeKey, type Span, type ViewState } from './range.ts';
+import { csvButton, fillTable, tableFor, type TableModel } from './tables.ts';
 
 type Chart = { destroy(): void };
 export type Filters = { type: string; version: string };
 
 const LIVE_MAX = 50;
 
+/** What the view shows along with a Stats answer. */
+export interface StatsContext {
+  span: Span | null;
+  /** The clock the "all" answer's 7-day series end at. */
+  now?: number;
+}
+
 export interface DashboardView {
   root: HTMLElement;
-  showStats(stats: Stats, now?: number): void;
+  showStats(stats: Stats, ctx: StatsContext): void;
+  /**
+   * The headline numbers' change: `previous` is the period before's answer, null when it held no
+   * events, undefined when there is nothing to compare with ("all"); a null `stats` clears them.
+   */
+  showComparison(stats: Stats | null, previous?: Stats | null): void;
   showEvents(events: StoredEvent[]): void;
   addLive(events: StoredEvent[]): void;
   setLiveStatus(text: string, state: 'ok' | 'wait' | 'off'): void;
   /** A problem to show above the panels; null clears it. */
   setNotice(text: string | null): void;
+  /** Shows the state in the controls (range, filters, route), e.g. after back/forward. */
+  setState(state: ViewState): void;
+  /** Marks the panels as loading (aria-busy) while a new range is fetched. */
+  setBusy(busy: boolean): void;
   filters(): Filters;
-  onFilter(fn: (f: Filters) => void): void;
+  /** Called when the visitor changes the range, a filter or the route. */
+  onChange(fn: (change: Partial<ViewState>) => void): void;
+  /** Called with the format when the visitor asks for the range's events as a file. */
+  onExport(fn: (format: 'ndjson' | 'csv') => void): void;
 }
 
-function panel(title: string, id: string, ...children: (Node | null)[]): HTMLElement {
-  return el('section', { class: `panel panel-${id}`, attrs: { 'aria-labelledby': `h-${id}` } }, el('h2', { text: title, attrs: { id: `h-${id}` } }), ...children);
+function panel(title: string, id: string, actions: Node[], ...children: (Node | null)[]): HTMLElement {
+  return el('section', { class: `panel panel-${id}`, attrs: { 'aria-labelledby': `h-${id}` } },
+    el('div', { class: 'panel-head' }, el('h2', { text: title, attrs: { id: `h-${id}` } }), ...actions),
+    ...children);
 }
 
-function kpi(label: string, id: string): [HTMLElement, HTMLElement] {
+/** How a headline number's change reads: for errors and page-load time, up is bad. */
+type Better = 'up' | 'down';
+
+interface Kpi { box: HTMLElement; value: HTMLElement; delta: HTMLElement }
+
+function kpi(label: string, id: string): Kpi {
   const value = el('strong', { class: 'kpi-value', text: '–', attrs: { 'data-kpi': id } });
-  return [el('div', { class: 'kpi' }, el('span', { class: 'kpi-label', text: label }), value), value];
+  const change = el('span', { class: 'kpi-delta', text: '', attrs: { 'data-delta': id } });
+  return { box: el('div', { class: 'kpi' }, el('span', { class: 'kpi-label', text: label }), value, change), value, delta: change };
 }
 
-export function createDashboardView(options: { live: boolean }): DashboardView {
+/** A chart's host with its height reserved, so nothing below it moves when it is drawn. */
+function chartHost(label: string, height: number): HTMLElement {
+  const host = el('div', { class: 'chart', attrs: { role: 'img', 'aria-label': `${label} (the numbers are in the table below)` } });
+  host.style.minHeight = `${height}px`;
+  return host;
+}
+
+/** The table under a chart: its text alternative, folded away for sighted readers. */
+function dataDetails(table: HTMLTableElement): HTMLElement {
+  return el('details', { class: 'data' }, el('summary', { text: 'Show the numbers' }), scroller(table, 'Numbers of the chart'));
+}
+
+/** A table in a box that scrolls: focusable, so the keyboard can scroll it too. */
+function scroller(table: HTMLTableElement, label: string): HTMLElement {
+  return el('div', { class: 'table-wrap', attrs: { tabindex: '0', role: 'region', 'aria-label': label } }, table);
+}
+
+export function createDashboardView(options: { live: boolean; ranges: boolean }): DashboardView {
   const charts = new Map<string, Chart>();
   const chart = (key: string, make: () => Chart) => {
     charts.get(key)?.destroy();
     charts.set(key, make());
   };
+  const models = new Map<string, TableModel>();
+  const model = (key: string) => () => models.get(key) ?? null;
 
-  const [kActive, vActive] = kpi('Active users (5 min)', 'activeUsers');
-  const [kTotal, vTotal] = kpi('Events', 'totalEvents');
-  const [kErrors, vErrors] = kpi('Errors', 'totalErrors');
-  const [kLatency, vLatency] = kpi('Avg page load', 'averageLatency');
-  const [kFeedback, vFeedback] = kpi('Feedback', 'feedbackAverage');
-  const kpis = el('section', { class: 'kpis', attrs: { 'aria-label': 'Totals' } }, kActive, kTotal, kErrors, kLatency, kFeedback);
+  // Headline numbers.
+  const kActive = kpi('Active users (5 min)', 'activeUsers');
+  const kTotal = kpi('Events', 'totalEvents');
+  const kErrors = kpi('Errors', 'totalErrors');
+  const kLatency = kpi('Avg page load', 'averageLatency');
+  const kFeedback = kpi('Feedback', 'feedbackAverage');
+  const kpis = el('section', { class: 'kpis', attrs: { 'aria-label': 'Totals' } }, ...[kActive, kTotal, kErrors, kLatency, kFeedback].map((k) => k.box));
 
-  const versionsChart = el('div', { class: 'chart', attrs: { role: 'img', 'aria-label': 'Errors by deploy version' } });
-  const versionsList = el('ul', { class: 'legend-list' });
-  const routeSelect = el('select', { attrs: { 'aria-label': 'Route' } });
-  const routeTable = el('tbody');
-  const routeChart = el('div', { class: 'chart', attrs: { role: 'img', 'aria-label': 'Recent page load durations' } });
-  const weekChart = el('div', { class: 'chart', attrs: { role: 'img', 'aria-label': 'Events and users over the last 7 days' } });
-  const feedbackChart = el('div', { class: 'chart', attrs: { role: 'img', 'aria-label': 'Feedback ratings' } });
+  // Range picker: native radios (arrow keys move between them), then the custom days.
+  const rangeName = 'range';
+  const radios = new Map<RangeKey, HTMLInputElement>();
+  const picker = el('fieldset', { class: 'range-picker' }, el('legend', { class: 'visually-hidden', text: 'Time range' }),
+    ...PRESETS.map((p) => {
+      const input = el('input', { attrs: { type: 'radio', name: rangeName, value: p.key } });
+      radios.set(p.key, input);
+      return el('label', { class: 'seg' }, input, el('span', { text: p.label }));
+    }));
+  const customFrom = el('input', { attrs: { type: 'date', name: 'from', required: '' } });
+  const customTo = el('input', { attrs: { type: 'date', name: 'to', required: '' } });
+  const customProblem = el('span', { class: 'problem', attrs: { role: 'alert' } });
+  const customForm = el('form', { class: 'custom-range', attrs: { 'aria-label': 'Custom range' } },
+    el('label', {}, el('span', { text: 'From (UTC)' }), customFrom),
+    el('label', {}, el('span', { text: 'To (UTC, inclusive)' }), customTo),
+    el('button', { text: 'Apply', attrs: { type: 'submit' } }),
+    customProblem);
+  customForm.hidden = true;
+  const rangeNote = el('p', { class: 'note range-note', attrs: { 'aria-live': 'polite' } });
+
+  const exportNd = el('button', { text: 'Events as NDJSON', attrs: { type: 'button', 'data-export': 'ndjson' } });
+  const exportCsv = el('button', { text: 'Events as CSV', attrs: { type: 'button', 'data-export': 'csv' } });
+  const exportFns: ((f: 'ndjson' | 'csv') => void)[] = [];
+  exportNd.addEventListener('click', () => exportFns.forEach((fn) => fn('ndjson')));
+  exportCsv.addEventListener('click', () => exportFns.forEach((fn) => fn('csv')));
+
+  const typeFilter = el('select', { attrs: { name: 'type' } }, el('option', { text: 'All types', attrs: { value: '' } }));
+  const versionFilter = el('select', { attrs: { name: 'version' } }, el('option', { text: 'All versions', attrs: { value: '' } }));
+
+  // Panels.
+  const versionsChart = chartHost('Errors by deploy version', 200);
+  const versionsBody = el('tbody');
+  const routeSelect = el('select', { attrs: { name: 'route' } });
+  const routeBody = el('tbody');
+  const routeChart = chartHost('Recent page load durations of the chosen route', 230);
+  const routePointsBody = el('tbody');
+  const activityChart = chartHost('Events and sessions over the range', 230);
+  const activityBody = el('tbody');
+  const activityTitle = el('h2', { text: 'Activity', attrs: { id: 'h-activity' } });
+  const feedbackChart = chartHost('Feedback ratings', 160);
+  const feedbackBody = el('tbody');
   const feedbackNote = el('p', { class: 'note' });
   const typesList = el('ul', { class: 'bars' });
   const errorsList = el('ol', { class: 'errors' });
@@ -59,53 +144,82 @@ export function createDashboardView(options: { live: boolean }): DashboardView {
   const liveEmpty = el('p', { class: 'empty', text: 'Waiting for new events… open the demo app in another tab and click around.' });
   const liveStatus = el('span', { class: 'status status-wait', text: 'connecting…' });
   const eventsBody = el('tbody');
-  const typeFilter = el('select', { attrs: { 'aria-label': 'Event type', name: 'type' } }, el('option', { text: 'All types', attrs: { value: '' } }));
-  const versionFilter = el('select', { attrs: { 'aria-label': 'Deploy version', name: 'version' } }, el('option', { text: 'All versions', attrs: { value: '' } }));
-
   const emptyNote = (text: string) => el('p', { class: 'empty', text });
   const notice = el('p', { class: 'problem', attrs: { role: 'alert' } });
   notice.hidden = true;
   let latest: Stats | null = null;
 
-  const root = el(
-    'div',
-    { class: 'dash' },
+  const activityPanel = el('section', { class: 'panel panel-activity', attrs: { 'aria-labelledby': 'h-activity' } },
+    el('div', { class: 'panel-head' }, activityTitle, csvButton('activity', model('activity'))),
+    activityChart, dataDetails(tableFor(['Period', 'Events', 'Sessions'], activityBody)));
+
+  const grid = el('div', { class: 'grid' },
+    options.live
+      ? panel('Live feed', 'live', [], el('p', { class: 'note' }, 'Stream: ', liveStatus),
+        el('div', { class: 'feed-box', attrs: { tabindex: '0', role: 'region', 'aria-label': 'Live events' } }, liveEmpty, liveList))
+      : null,
+    activityPanel,
+    panel('Errors by version', 'versions', [csvButton('errors by version', model('versions'))],
+      versionsChart, dataDetails(tableFor(['Version', 'Errors'], versionsBody))),
+    panel('Latency per route', 'latency', [csvButton('latency per route', model('latency'))],
+      scroller(tableFor(['Route', 'Loads', 'p50 ms', 'p95 ms', 'Avg ms'], routeBody), 'Latency per route'),
+      el('label', { class: 'inline' }, el('span', { text: 'Recent loads of ' }), routeSelect),
+      routeChart, dataDetails(tableFor(['Time', 'Duration ms', 'TTFB ms'], routePointsBody))),
+    panel('Feedback', 'feedback', [csvButton('feedback', model('feedback'))],
+      feedbackChart, feedbackNote, dataDetails(tableFor(['Rating', 'Count'], feedbackBody))),
+    panel('Events by type', 'types', [csvButton('events by type', model('types'))], typesList),
+    panel('Recent errors', 'errors', [csvButton('recent errors', model('errors'))], errorsList),
+    panel('Events', 'events', [csvButton('events', model('events'))],
+      el('p', { class: 'note', text: 'The 50 most recent events of the range; download all of them with the buttons at the top.' }),
+      scroller(el('table', { class: 'events' },
+        el('thead', {}, el('tr', {}, ...['Time', 'Type', 'Version', 'Details'].map((h) => el('th', { text: h, attrs: { scope: 'col' } })))),
+        eventsBody), 'Events')),
+  );
+
+  const root = el('div', { class: 'dash' },
     notice,
+    options.ranges
+      ? el('section', { class: 'toolbar', attrs: { 'aria-label': 'Time range and export' } },
+        picker, customForm, el('div', { class: 'exports' }, el('span', { class: 'note', text: 'Download' }), exportNd, exportCsv), rangeNote)
+      : null,
     kpis,
     el('section', { class: 'filters', attrs: { 'aria-label': 'Filters' } },
       el('label', {}, el('span', { text: 'Type' }), typeFilter),
       el('label', {}, el('span', { text: 'Version' }), versionFilter)),
-    el('div', { class: 'grid' },
-      options.live
-        ? panel('Live feed', 'live', el('p', { class: 'note' }, 'Stream: ', liveStatus), liveEmpty, liveList)
-        : null,
-      panel('Errors by version', 'versions', versionsChart, versionsList),
-      panel('Latency per route', 'latency',
-        el('div', { class: 'table-wrap' }, el('table', {},
-          el('thead', {}, el('tr', {}, ...['Route', 'Loads', 'p50 ms', 'p95 ms', 'Avg ms'].map((h) => el('th', { text: h, attrs: { scope: 'col' } })))),
-          routeTable)),
-        el('label', { class: 'inline' }, el('span', { text: 'Recent loads of ' }), routeSelect),
-        routeChart),
-      panel('Last 7 days', 'week', weekChart),
-      panel('Feedback', 'feedback', feedbackChart, feedbackNote),
-      panel('Events by type', 'types', typesList),
-      panel('Recent errors', 'errors', errorsList),
-      panel('Events', 'events',
-        el('div', { class: 'table-wrap' }, el('table', { class: 'events' },
-          el('thead', {}, el('tr', {}, ...['Time', 'Type', 'Version', 'Details'].map((h) => el('th', { text: h, attrs: { scope: 'col' } })))),
-          eventsBody))),
-    ),
-  );
+    grid);
 
-  const filterFns: ((f: Filters) => void)[] = [];
+  const changeFns: ((c: Partial<ViewState>) => void)[] = [];
+  const emit = (c: Partial<ViewState>) => changeFns.forEach((fn) => fn(c));
   const filters = (): Filters => ({ type: typeFilter.value, version: versionFilter.value });
-  for (const s of [typeFilter, versionFilter]) s.addEventListener('change', () => filterFns.forEach((fn) => fn(filters())));
+  typeFilter.addEventListener('change', () => emit({ type: typeFilter.value }));
+  versionFilter.addEventListener('change', () => emit({ version: versionFilter.value }));
+  routeSelect.addEventListener('change', () => {
+    showRoute(routeSelect.value);
+    emit({ route: routeSelect.value });
+  });
+  for (const [key, input] of radios) {
+    input.addEventListener('change', () => {
+      if (!input.checked) return;
+      customForm.hidden = key !== 'custom';
+      if (key === 'custom') {
+        // Start from the last 7 days, the common case, ready to adjust.
+        if (!customFrom.value) customFrom.value = new Date(Date.now() - 6 * 86_400_000).toISOString().slice(0, 10);
+        if (!customTo.value) customTo.value = new Date().toISOString().slice(0, 10);
+        customFrom.focus();
+      } else emit({ range: key, from: '', to: '' });
+    });
+  }
+  customForm.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const f = parseDay(customFrom.value), t = parseDay(customTo.value);
+    customProblem.textContent = Number.isFinite(f) && Number.isFinite(t) && f <= t ? '' : 'Choose a start day on or before the end day.';
+    if (!customProblem.textContent) emit({ range: 'custom', from: customFrom.value, to: customTo.value });
+  });
 
   const syncOptions = (select: HTMLSelectElement, values: string[]) => {
     const have = new Set([...select.options].map((o) => o.value));
     for (const v of values.sort()) if (!have.has(v)) select.append(el('option', { text: v, attrs: { value: v } }));
   };
-
   const learn = (events: StoredEvent[]) => {
     syncOptions(typeFilter, [...new Set(events.map((e) => e.type))]);
     syncOptions(versionFilter, [...new Set(events.map((e) => e.deployVersion).filter((v): v is string => !!v))]);
@@ -113,13 +227,14 @@ export function createDashboardView(options: { live: boolean }): DashboardView {
 
   function showRoute(name: string) {
     const r = latest?.latencyByRoute[name];
-    if (!r || r.points.length === 0) {
+    const points = (r?.points ?? []).map((p) => ({ ...p, t: Date.parse(p.timestamp) / 1000 })).filter((p) => Number.isFinite(p.t)).sort((a, b) => a.t - b.t);
+    fillTable(routePointsBody, { name: 'route', columns: [], rows: points.map((p) => [p.timestamp, p.duration, p.ttfb]) }, 'No page loads in this range.');
+    if (points.length === 0) {
       charts.get('route')?.destroy();
       charts.delete('route');
-      routeChart.replaceChildren(emptyNote('No page loads yet.'));
+      routeChart.replaceChildren(emptyNote('No page loads in this range.'));
       return;
     }
-    const points = [...r.points].map((p) => ({ ...p, t: Date.parse(p.timestamp) / 1000 })).filter((p) => Number.isFinite(p.t)).sort((a, b) => a.t - b.t);
     chart('route', () =>
       lineChart(routeChart, points.map((p) => p.t), [
         { label: 'duration', values: points.map((p) => p.duration), color: 'accent' },
@@ -127,7 +242,6 @@ export function createDashboardView(options: { live: boolean }): DashboardView {
       ], { time: true, unit: ' ms' }),
     );
   }
-  routeSelect.addEventListener('change', () => showRoute(routeSelect.value));
 
   function rowFor(e: StoredEvent, live: boolean): HTMLElement {
     const type = el('span', { class: `tag tag-${/^[a-z_]+$/.test(e.type) ? e.type : 'other'}`, text: e.type });
@@ -137,14 +251,45 @@ export function createDashboardView(options: { live: boolean }): DashboardView {
         el('span', { class: 'feed-text', text: summarize(e) }));
     }
     return el('tr', {},
-      el('td', { text: formatTime(e.timestamp) }), el('td', {}, type),
+      el('td', { text: formatTime(e.receivedAt) }), el('td', {}, type),
       el('td', { text: e.deployVersion ?? '—' }), el('td', { class: 'details', text: summarize(e) }));
+  }
+
+  function showDelta(k: Kpi, current: number, previous: number | null | undefined, better: Better) {
+    if (previous === undefined) {
+      k.delta.replaceChildren();
+      k.delta.className = 'kpi-delta';
+      return;
+    }
+    const d = delta(current, previous);
+    const judged = d.direction === 'up' || d.direction === 'down' ? (d.direction === better ? 'good' : 'bad') : 'flat';
+    k.delta.className = `kpi-delta delta-${judged}`;
+    k.delta.replaceChildren(
+      d.direction === 'up' ? '▲ ' : d.direction === 'down' ? '▼ ' : '',
+      d.text,
+      el('span', { class: 'visually-hidden', text: ' compared with the previous period' }),
+    );
+  }
+
+  /** Labels of the activity series: days of the last week without a range, bucket starts with one. */
+  function periodLabels(stats: Stats, span: Span | null, now: number): { xs: number[]; names: string[]; time: boolean } {
+    const labels = stats.analytics.activitySeries.labels;
+    if (!span) {
+      const names = labels.map((_, i) => {
+        const d = new Date(now - (labels.length - 1 - i) * 86_400_000);
+        return i === labels.length - 1 ? 'Today' : d.toLocaleDateString(undefined, { weekday: 'short', timeZone: 'UTC' });
+      });
+      return { xs: names.map((_, i) => i), names, time: false };
+    }
+    const starts = labels.map((l) => Date.parse(l));
+    return { xs: starts.map((t) => t / 1000), names: labels, time: true };
   }
 
   return {
     root,
     filters,
-    onFilter: (fn) => filterFns.push(fn),
+    onChange: (fn) => changeFns.push(fn),
+    onExport: (fn) => exportFns.push(fn),
     setNotice(text) {
       notice.textContent = text ?? '';
       notice.hidden = text === null;
@@ -153,68 +298,116 @@ export function createDashboardView(options: { live: boolean }): DashboardView {
       liveStatus.textContent = text;
       liveStatus.className = `status status-${state}`;
     },
-    showStats(stats, now = Date.now()) {
+    setBusy(busy) {
+      grid.setAttribute('aria-busy', String(busy));
+      kpis.setAttribute('aria-busy', String(busy));
+    },
+    setState(s) {
+      const radio = radios.get(s.range);
+      if (radio) radio.checked = true;
+      customForm.hidden = s.range !== 'custom';
+      if (s.range === 'custom') {
+        customFrom.value = s.from;
+        customTo.value = s.to;
+      }
+      customProblem.textContent = '';
+      // A bookmarked filter may name a value this range has not shown yet: offer it anyway.
+      syncOptions(typeFilter, s.type ? [s.type] : []);
+      syncOptions(versionFilter, s.version ? [s.version] : []);
+      typeFilter.value = s.type;
+      versionFilter.value = s.version;
+      if (s.route && latest?.latencyByRoute[s.route]) {
+        routeSelect.value = s.route;
+        showRoute(s.route);
+      }
+      rangeNote.textContent = s.range === 'all'
+        ? 'Showing all stored events; the activity chart covers the last 7 days.'
+        : `Showing ${describeRange(s)}; changes compare with the period of the same length just before.`;
+      routeSelect.dataset.wanted = s.route;
+    },
+    showComparison(stats, previous) {
+      const kpis: [Kpi, Better, (s: Stats) => number, ((s: Stats) => number) | null][] = [
+        [kTotal, 'up', (s) => s.totalEvents, null],
+        [kErrors, 'down', (s) => s.totalErrors, null],
+        // An average over nothing is no number to compare with, either way.
+        [kLatency, 'down', (s) => s.averageLatency, (s) => Object.values(s.latencyByRoute).reduce((n, r) => n + r.count, 0)],
+        [kFeedback, 'up', (s) => s.analytics.feedbackAverage, (s) => s.analytics.feedbackTotal],
+      ];
+      for (const [k, better, pick, samples] of kpis) {
+        if (!stats || previous === undefined || (samples && samples(stats) === 0)) showDelta(k, 0, undefined, better);
+        else showDelta(k, pick(stats), previous === null || (samples && samples(previous) === 0) ? null : pick(previous), better);
+      }
+    },
+    showStats(stats, ctx) {
       latest = stats;
-      vActive.textContent = fmt.format(stats.activeUsers);
-      vTotal.textContent = fmt.format(stats.totalEvents);
-      vErrors.textContent = fmt.format(stats.totalErrors);
-      vLatency.textContent = stats.averageLatency ? `${fmt.format(stats.averageLatency)} ms` : '–';
+      const now = ctx.now ?? Date.now();
+      kActive.value.textContent = fmt.format(stats.activeUsers);
+      kTotal.value.textContent = fmt.format(stats.totalEvents);
+      kErrors.value.textContent = fmt.format(stats.totalErrors);
+      kLatency.value.textContent = stats.averageLatency ? `${fmt.format(stats.averageLatency)} ms` : '–';
       const a = stats.analytics;
-      vFeedback.textContent = a.feedbackTotal ? `${fmt.format(a.feedbackAverage)} / 5` : '–';
+      kFeedback.value.textContent = a.feedbackTotal ? `${fmt.format(a.feedbackAverage)} / 5` : '–';
 
       syncOptions(typeFilter, Object.keys(stats.eventsByType));
       syncOptions(versionFilter, Object.keys(stats.errorsByVersion).filter((v) => v !== 'unknown'));
 
       const versions = Object.entries(stats.errorsByVersion).sort((x, y) => x[0].localeCompare(y[0], undefined, { numeric: true }));
+      models.set('versions', { name: 'errors-by-version', columns: ['Version', 'Errors'], rows: versions });
+      fillTable(versionsBody, models.get('versions')!, 'No errors.');
       if (versions.length) {
         chart('versions', () => barChart(versionsChart, versions.map(([v]) => v), versions.map(([, n]) => n), { label: 'Errors', color: 'danger' }));
       } else {
         charts.get('versions')?.destroy();
+        charts.delete('versions');
         versionsChart.replaceChildren(emptyNote('No errors. Nice.'));
       }
-      versionsList.replaceChildren(...versions.map(([v, n]) => el('li', {}, el('span', { text: v }), el('strong', { text: fmt.format(n) }))));
 
       const routes = Object.entries(stats.latencyByRoute).sort((x, y) => y[1].p95 - x[1].p95);
-      routeTable.replaceChildren(
-        ...(routes.length
-          ? routes.map(([name, r]) => el('tr', {},
-            el('th', { text: name, attrs: { scope: 'row' } }), el('td', { text: fmt.format(r.count) }),
-            el('td', { text: fmt.format(r.p50) }), el('td', { text: fmt.format(r.p95) }), el('td', { text: fmt.format(r.avg) })))
-          : [el('tr', {}, el('td', { text: 'No page loads yet.', attrs: { colspan: '5' } }))]),
-      );
-      const selected = routeSelect.value;
+      models.set('latency', { name: 'latency-per-route', columns: ['Route', 'Loads', 'p50 ms', 'p95 ms', 'Avg ms'], rows: routes.map(([name, r]) => [name, r.count, r.p50, r.p95, r.avg]) });
+      fillTable(routeBody, models.get('latency')!, 'No page loads in this range.');
+      const wanted = routeSelect.dataset.wanted || routeSelect.value;
       routeSelect.replaceChildren(...routes.map(([name]) => el('option', { text: name, attrs: { value: name } })));
-      routeSelect.value = routes.some(([n]) => n === selected) ? selected : routes[0]?.[0] ?? '';
+      routeSelect.value = routes.some(([n]) => n === wanted) ? wanted : routes[0]?.[0] ?? '';
       showRoute(routeSelect.value);
 
-      // Series labels are "1".."7", oldest UTC day first (docs/api.md#stats); show them as dates.
-      const days = a.activitySeries.labels.map((_, i, all) => {
-        const d = new Date(now - (all.length - 1 - i) * 86_400_000);
-        return i === all.length - 1 ? 'Today' : d.toLocaleDateString(undefined, { weekday: 'short', timeZone: 'UTC' });
+      const periods = periodLabels(stats, ctx.span, now);
+      activityTitle.textContent = ctx.span ? `Activity per ${ctx.span.interval}` : 'Last 7 days';
+      models.set('activity', {
+        name: 'activity', columns: ['Period', 'Events', 'Sessions'],
+        rows: periods.names.map((n, i) => [n, a.activitySeries.values[i] ?? 0, a.userSeries.values[i] ?? 0]),
       });
-      chart('week', () => lineChart(weekChart, days.map((_, i) => i), [
+      fillTable(activityBody, models.get('activity')!, 'No periods.');
+      chart('activity', () => lineChart(activityChart, periods.xs, [
         { label: 'events', values: a.activitySeries.values, color: 'accent', bars: true },
-        { label: 'users', values: a.userSeries.values, color: 'accent2', scale: 'users' },
-      ], { time: false, categories: days }));
+        { label: 'sessions', values: a.userSeries.values, color: 'accent2', scale: 'sessions' },
+      ], periods.time ? { time: true } : { time: false, categories: periods.names }));
 
       const ratings = ['1', '2', '3', '4', '5'] as const;
+      models.set('feedback', { name: 'feedback', columns: ['Rating', 'Count'], rows: ratings.map((r) => [Number(r), a.feedbackBreakdown[r]]) });
+      fillTable(feedbackBody, models.get('feedback')!, '');
       chart('feedback', () => barChart(feedbackChart, ratings.map((r) => `${r}★`), ratings.map((r) => a.feedbackBreakdown[r]), { label: 'Ratings', color: 'accent2', height: 160 }));
       feedbackNote.textContent = a.feedbackTotal
         ? `${fmt.format(a.feedbackTotal)} ratings, average ${fmt.format(a.feedbackAverage)}`
-        : 'No feedback yet.';
+        : 'No feedback in this range.';
 
       const types = Object.entries(stats.eventsByType).sort((x, y) => y[1] - x[1]);
+      models.set('types', { name: 'events-by-type', columns: ['Type', 'Events'], rows: types });
       const top = Math.max(1, ...types.map(([, n]) => n));
       typesList.replaceChildren(
         ...(types.length
           ? types.map(([t, n]) => {
             const bar = el('span', { class: 'bar' });
             bar.style.width = `${(n / top) * 100}%`;
-            return el('li', { attrs: { 'data-type': t } }, el('span', { class: 'bar-label', text: t }), el('span', { class: 'bar-track' }, bar), el('strong', { text: fmt.format(n) }));
+            return el('li', { attrs: { 'data-type': t } }, el('span', { class: 'bar-label', text: t }), el('span', { class: 'bar-track', attrs: { 'aria-hidden': 'true' } }, bar), el('strong', { text: fmt.format(n) }));
           })
-          : [el('li', { class: 'empty', text: 'No events yet.' })]),
+          : [el('li', { class: 'empty', text: 'No events in this range.' })]),
       );
 
+      const message = (e: StoredEvent) => e.message ?? (typeof e.data.message === 'string' ? e.data.message : 'Error');
+      models.set('errors', {
+        name: 'recent-errors', columns: ['Time', 'Version', 'Message', 'Page', 'Severity'],
+        rows: stats.recentErrors.map((e) => [e.receivedAt, e.deployVersion ?? 'unknown', message(e), e.url ?? e.route ?? '', e.severity ?? '']),
+      });
       errorsList.replaceChildren(
         ...(stats.recentErrors.length
           ? stats.recentErrors.map((e) => {
@@ -222,7 +415,7 @@ export function createDashboardView(options: { live: boolean }): DashboardView {
             const where = [e.source ?? (typeof e.data.source === 'string' ? e.data.source : ''), e.data.line ? `:${e.data.line}` : ''].join('');
             return el('li', {}, el('details', {},
               el('summary', {},
-                el('span', { class: 'err-msg', text: e.message ?? (typeof e.data.message === 'string' ? e.data.message : 'Error') }),
+                el('span', { class: 'err-msg', text: message(e) }),
                 el('span', { class: 'err-meta', text: `${e.deployVersion ?? 'unknown'} · ${formatTime(e.timestamp)}` })),
               el('dl', {},
                 el('dt', { text: 'Page' }), el('dd', { text: e.url ?? e.route ?? '—' }),
@@ -230,11 +423,12 @@ export function createDashboardView(options: { live: boolean }): DashboardView {
                 el('dt', { text: 'Severity' }), el('dd', { text: e.severity ?? '—' })),
               el('pre', { class: 'stack', text: stack || 'No stack trace.' })));
           })
-          : [el('li', { class: 'empty', text: 'No errors recorded.' })]),
+          : [el('li', { class: 'empty', text: 'No errors in this range.' })]),
       );
     },
     showEvents(events) {
       learn(events);
+      models.set('events', { name: 'events', columns: [...EVENT_COLUMNS], rows: events.map((e) => eventCells(e as unknown as Record<string, unknown>)) });
       eventsBody.replaceChildren(
         ...(events.length ? events.map((e) => rowFor(e, false)) : [el('tr', {}, el('td', { text: 'No matching events.', attrs: { colspan: '4' } }))]),
       );

@@ -1,0 +1,69 @@
+// Sample events for the preview (/dashboard-demo/): 90 days of a small notes app, ending at the
+// moment the page opens, so that every range of the picker has something to show. Deterministic
+// apart from that moment: the same offsets, types, routes and durations on every visit (the README
+// screenshots are taken from it).
+import { normalise, type StoredEvent } from '../../../lib/event.ts';
+
+const DAY = 86_400_000;
+export const SAMPLE_DAYS = 90;
+
+const ROUTES: [string, number][] = [['/', 420], ['/notes', 560], ['/notes/:id', 610], ['/search', 1150], ['/settings', 400]];
+const ERRORS = [
+  "TypeError: Cannot read properties of null (reading 'items')",
+  'Error: Payment service timed out after 3000 ms',
+  'ReferenceError: draft is not defined',
+  'Error: Request failed with status 502',
+];
+const CLICKS = ['Save', 'Share', 'Open note', 'Search', 'New note'];
+const CUSTOM = ['note_saved', 'search_performed', 'note_shared'];
+
+/** A 32-bit hash of i and a salt: stable pseudo-random numbers without state. */
+function h(i: number, salt: number): number {
+  let x = (i ^ Math.imul(salt, 0x9e3779b9)) >>> 0;
+  x = Math.imul(x ^ (x >>> 16), 0x85ebca6b) >>> 0;
+  x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35) >>> 0;
+  return (x ^ (x >>> 16)) >>> 0;
+}
+const unit = (i: number, salt: number) => h(i, salt) / 4294967296;
+
+/** The release live `ago` ms before now: a new one every few weeks; the newest breaks search. */
+const versionAt = (ago: number) => (ago > 40 * DAY ? '1.3.2' : ago > 12 * DAY ? '1.4.0' : '2.0.0-beta.1');
+
+/** The sample events, oldest first, received up to `now`. */
+export function sampleEvents(now: number): StoredEvent[] {
+  const events: StoredEvent[] = [];
+  let i = 0;
+  // Sessions one after another, busier on weekdays and growing over the period.
+  for (let ago = SAMPLE_DAYS * DAY; ago > 0;) {
+    const session = i;
+    const version = versionAt(ago);
+    const length = 3 + (h(session, 1) % 9);
+    for (let k = 0; k < length && ago > 0; k++, i++) {
+      const at = now - ago;
+      const [route, base] = ROUTES[h(i, 2) % ROUTES.length]!;
+      const roll = unit(i, 3);
+      const common = { sessionId: `s${session}`, deployVersion: version, appName: 'notes', route, url: `https://notes.example.com${route.replace(':id', String(100 + (h(i, 4) % 50)))}` };
+      let raw: { type: string; message?: string; data: Record<string, unknown> };
+      if (k === 0 || roll < 0.3) {
+        // Log-normal-ish page loads; search on the beta is slower.
+        const slow = route === '/search' && version === '2.0.0-beta.1' ? 1.6 : 1;
+        const duration = Math.round(base * slow * Math.exp(0.45 * (unit(i, 5) + unit(i, 6) + unit(i, 7) - 1.5)));
+        raw = { type: 'pageload', data: { duration, ttfb: 60 + (h(i, 8) % 140) } };
+      } else if (roll < 0.65) raw = { type: 'click', data: { text: CLICKS[h(i, 9) % CLICKS.length] } };
+      else if (roll < (version === '2.0.0-beta.1' ? 0.74 : 0.69)) {
+        const message = ERRORS[h(i, 10) % ERRORS.length]!;
+        raw = { type: 'error', message, data: { stack: `${message}\n    at handler (https://notes.example.com/assets/app-4f2a.js:112:17)` } };
+      } else if (roll < 0.8) raw = { type: 'feedback', data: { rating: [5, 4, 4, 5, 3, 2, 5, 4][h(i, 11) % 8] } };
+      else if (roll < 0.9) raw = { type: 'custom', data: { name: CUSTOM[h(i, 12) % CUSTOM.length] } };
+      else raw = { type: 'performance', data: { name: 'LCP', value: 900 + (h(i, 13) % 1800) } };
+      const id = `sample-${i}`;
+      events.push(normalise({ ...common, ...raw, id, timestamp: new Date(at).toISOString() }, { now: at, owner: 'demo', newId: () => id }));
+      ago -= 20_000 + (h(i, 14) % 90_000);
+    }
+    // The gap to the next session: shorter on weekdays and towards the present.
+    // (Weekdays by offset, not by calendar: the sample is the same whatever the moment it ends at.)
+    const weekday = Math.floor(ago / DAY) % 7 >= 2;
+    ago -= Math.round((weekday ? 1 : 2) * (50 + 90 * (ago / (SAMPLE_DAYS * DAY))) * 60_000 * (0.5 + unit(session, 15)));
+  }
+  return events;
+}

@@ -1,0 +1,39 @@
+// The served pages for browser suites: a fresh build of the page bundles and the SDK, and the fetch
+// handler on a real HTTP server on 127.0.0.1 when a suite needs its own store and clock.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { toNodeListener } from '../../lib/adapter/node.ts';
+import { ROOT } from './server.ts';
+
+declare const Deno: unknown;
+
+/** Development-mode client configuration, served in place of the generated config.js. */
+export const DEV_CONFIG_SCRIPT = `window.WATCHTOWER_CONFIG = ${JSON.stringify({ mode: 'dev', issuer: '', clientId: '', publishableKey: '', scope: '' })};`;
+
+/** Builds the page bundles and the SDK, so a suite never runs against stale files (config.js is left alone). */
+export function buildPages(): void {
+  const node = typeof Deno !== 'undefined' ? 'node' : process.execPath;
+  const scripts = ['scripts/build-pages.mjs', 'scripts/build-sdk.mjs'].filter((s) => existsSync(join(ROOT, s)));
+  for (const script of scripts) {
+    const r = spawnSync(node, script.includes('pages') ? [script, '--skip-config'] : [script], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    if (r.status !== 0) throw new Error(`${script} failed (${r.status}): ${r.stderr || r.stdout || r.error}`);
+  }
+  if (!existsSync(join(ROOT, 'dist/sdk/watchtower.js'))) throw new Error('dist/sdk/watchtower.js is missing: the SDK build did not produce it');
+}
+
+/** Serves a fetch handler over HTTP on 127.0.0.1 at a free port. */
+export async function serveHandler(handler: (r: Request) => Promise<Response>): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer(toNodeListener(handler, { onError: () => {} }));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
