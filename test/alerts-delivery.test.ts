@@ -212,7 +212,7 @@ test('error_spike through the engine: recent errors above the threshold and the 
     const metrics = new RecentMetrics();
     const { engine: e, clock } = engine([r], { metrics });
     let n = 0;
-    const error = (t: number) => metrics.record(normalise({ type: 'error', appName: 'shop', message: 'boom' }, { now: t, owner: 'u1', newId: () => `x${++n}` }));
+    const error = (t: number) => metrics.record({ ...normalise({ type: 'error', message: 'boom' }, { now: t, owner: 'u1', newId: () => `x${++n}` }), projectId: 'shop' });
     for (let i = 0; i < 10; i++) error(T0 - 30 * MIN); // a baseline of 10 an hour
     for (let i = 0; i < 10; i++) error(T0);
     assert.equal(await e.checkMetrics(), [], 'ten is not above the threshold');

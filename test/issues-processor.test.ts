@@ -21,7 +21,9 @@ const T0 = Date.parse('2026-05-16T12:00:00.000Z');
 let app: Bundle;
 let stack = '';
 let n = 0;
-const stored = (raw: RawEvent, at = T0, owner = 'u1') => normalise(raw, { now: at, owner, newId: () => `ev${++n}` });
+/** A stored event; `projectId` is the server's to set (from a project key), so it is added after normalise. */
+const stored = ({ projectId, ...raw }: RawEvent & { projectId?: string }, at = T0, owner = 'u1') =>
+  ({ ...normalise(raw, { now: at, owner, newId: () => `ev${++n}` }), ...(projectId ? { projectId } : {}) });
 
 test.before(async () => {
   app = await buildApp('external');
@@ -41,13 +43,13 @@ function uploadedMaps() {
 
 test('processError: grouped by the original frames when the release has a map, by the minified ones otherwise', async () => {
   const issues = new MemoryIssueStore();
-  const withMap = await processError(stored({ type: 'error', message: 'Uncaught TypeError: coupon FREESHIP is not valid', deployVersion: '1.0.0', appName: 'shop', data: { stack } }), { issues, sourceMaps: uploadedMaps() });
+  const withMap = await processError(stored({ type: 'error', message: 'Uncaught TypeError: coupon FREESHIP is not valid', deployVersion: '1.0.0', projectId: '7', data: { stack } }), { issues, sourceMaps: uploadedMaps() });
   assert.is(withMap.transition, 'new');
   assert.ok(withMap.issue.culprit!.startsWith('applyCoupon ('), withMap.issue.culprit!);
   assert.is(withMap.grouping.components[1], 'frame:applyCoupon@cart.ts');
   assert.equal(await issues.getIssue('u1', withMap.issue.id), withMap.issue, 'stored');
 
-  const noMap = await processError(stored({ type: 'error', message: 'x', deployVersion: '0.9.0', appName: 'shop', data: { stack } }), { issues, sourceMaps: uploadedMaps() });
+  const noMap = await processError(stored({ type: 'error', message: 'x', deployVersion: '0.9.0', projectId: '7', data: { stack } }), { issues, sourceMaps: uploadedMaps() });
   assert.is.not(noMap.issue.id, withMap.issue.id, 'minified frames group apart from the symbolicated ones');
   assert.is(noMap.frames[0].minified, null);
 });
@@ -75,10 +77,10 @@ test('IssueProcessor: events queue without waiting; draining updates issues, met
     const processor = new IssueProcessor({ issues, sourceMaps: uploadedMaps(), onTransition: (c) => engine.push(c), onEvent: (e) => metrics.record(e) });
 
     const batch = [
-      stored({ type: 'error', message: 'Order 12 failed', appName: 'shop' }),
-      stored({ type: 'error', message: 'Order 99 failed', appName: 'shop' }, T0 + 1000),
-      stored({ type: 'pageload', route: '/checkout', appName: 'shop', data: { duration: 1200 } }),
-      stored({ type: 'click', appName: 'shop' }),
+      stored({ type: 'error', message: 'Order 12 failed', projectId: '7' }),
+      stored({ type: 'error', message: 'Order 99 failed', projectId: '7' }, T0 + 1000),
+      stored({ type: 'pageload', route: '/checkout', projectId: '7', data: { duration: 1200 } }),
+      stored({ type: 'click', projectId: '7' }),
     ];
     processor.push(batch);
     assert.is(processor.pending, 3, 'errors and page loads are queued, other events are not');
@@ -88,7 +90,7 @@ test('IssueProcessor: events queue without waiting; draining updates issues, met
 
     const [issue] = await issues.listIssues('u1');
     assert.equal([issue.count, issue.title, issue.substatus], [2, 'Order 99 failed', 'new']);
-    assert.equal(metrics.errorCounts('u1', 'shop', T0 + 1000), { last5Minutes: 2, previousHour: 0 });
+    assert.equal(metrics.errorCounts('u1', '7', T0 + 1000), { last5Minutes: 2, previousHour: 0 });
     assert.equal(metrics.routeDurations('u1', null, T0), { '/checkout': [1200] });
 
     await engine.tick();

@@ -170,10 +170,10 @@ test('publicIssue: the session count without the internal sketch', () => {
 });
 
 test('issueEventOf: a stored event and its grouping feed the state machine', () => {
-  const stored = normalise({ type: 'error', message: 'Uncaught TypeError: x is undefined', sessionId: 's9', deployVersion: '3.1.0', appName: 'shop' }, { now: T0, owner: 'u7', newId: () => 'evt-1' });
+  const stored = { ...normalise({ type: 'error', message: 'Uncaught TypeError: x is undefined', sessionId: 's9', deployVersion: '3.1.0' }, { now: T0, owner: 'u7', newId: () => 'evt-1' }), projectId: '42' };
   const grouping = groupEvent(stored);
   const e = issueEventOf(stored, grouping);
-  assert.equal(e, { id: 'evt-1', fingerprint: grouping.fingerprint, title: 'TypeError: x is undefined', culprit: null, owner: 'u7', project: 'shop', sessionId: 's9', version: '3.1.0' });
+  assert.equal(e, { id: 'evt-1', fingerprint: grouping.fingerprint, title: 'TypeError: x is undefined', culprit: null, owner: 'u7', project: '42', sessionId: 's9', version: '3.1.0' });
 });
 
 test('parseStatusChange: the three statuses, a version only with resolved, anything else a 400', () => {

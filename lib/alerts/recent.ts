@@ -46,7 +46,7 @@ export class RecentMetrics implements AlertMetrics {
     this.owners.set(e.user_id, w);
     if (this.owners.size > RECENT_OWNERS) this.owners.delete(this.owners.keys().next().value!);
 
-    const project = e.appName ?? '';
+    const project = e.projectId ?? '';
     if (e.type === 'error') {
       let minutes = w.errors.get(project);
       if (!minutes) w.errors.set(project, (minutes = new Map()));

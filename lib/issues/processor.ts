@@ -19,7 +19,7 @@ export interface IssueStore {
 export interface IssueProcessorOptions {
   issues: IssueStore;
   /** Uploaded source maps of an owner; absent: frames are grouped as reported. */
-  sourceMaps?: (owner: string | null) => SourceMapLookup;
+  sourceMaps?: (owner: string | null, project: string | null) => SourceMapLookup;
   /** Hears every issue change with a transition (AlertEngine.push). */
   onTransition?: (change: { issue: Issue; transition: Transition; at: number }) => void;
   /** Hears every event pushed, errors and page loads alike (RecentMetrics.record). */
@@ -42,10 +42,10 @@ export interface Processed {
 export async function processError(event: StoredEvent, options: Pick<IssueProcessorOptions, 'issues' | 'sourceMaps' | 'cache'>): Promise<Processed> {
   const reported = eventFrames(event);
   const frames = options.sourceMaps && event.deployVersion
-    ? await symbolicate(reported, event.deployVersion, options.sourceMaps(event.user_id), { cache: options.cache })
+    ? await symbolicate(reported, event.deployVersion, options.sourceMaps(event.user_id, event.projectId ?? null), { cache: options.cache })
     : reported.map((f) => ({ ...f, context: null, minified: null }));
   const grouping = groupEvent(event, frames);
-  const id = issueId(event.user_id, event.appName, grouping.fingerprint);
+  const id = issueId(event.user_id, event.projectId ?? null, grouping.fingerprint);
   const current = await options.issues.getIssue(event.user_id, id);
   const { issue, transition } = applyEvent(current, issueEventOf(event, grouping), Date.parse(event.receivedAt));
   await options.issues.putIssue(issue);
@@ -59,17 +59,21 @@ export class IssueProcessor {
   private queue: StoredEvent[] = [];
   private draining: Promise<void> | null = null;
   private timer: ReturnType<typeof setInterval> | null = null;
-  private readonly cache: SourceMapCache;
+  readonly cache: SourceMapCache;
+  private lock: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: IssueProcessorOptions) {
     this.cache = options.cache ?? new SourceMapCache();
   }
 
-  /** From the ingest path, after the store acknowledged: keeps errors and page loads, never waits. */
+  /**
+   * From the ingest path, after the store acknowledged: keeps the errors and page loads of
+   * identified owners (nobody could read the issues of unowned events), never waits.
+   */
   push(events: readonly StoredEvent[]): void {
     const limit = this.options.queueLimit ?? PROCESS_QUEUE_LIMIT;
     for (const e of events) {
-      if (e.type !== 'error' && e.type !== 'pageload') continue;
+      if ((e.type !== 'error' && e.type !== 'pageload') || e.user_id === null) continue;
       if (this.queue.length >= limit) this.dropped++;
       else this.queue.push(e);
     }
@@ -94,13 +98,23 @@ export class IssueProcessor {
     this.timer = null;
   }
 
+  /**
+   * Runs `fn` between two events, never during one, so that a change made elsewhere (a status set
+   * through the API) never races an event's read-modify-write of the same issue in this process.
+   */
+  exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.lock.then(fn);
+    this.lock = run.then(() => {}, () => {});
+    return run;
+  }
+
   private async run(): Promise<void> {
     while (this.queue.length > 0) {
       const event = this.queue.shift()!;
       try {
         this.options.onEvent?.(event);
         if (event.type !== 'error') continue;
-        const { issue, transition } = await processError(event, { ...this.options, cache: this.cache });
+        const { issue, transition } = await this.exclusive(() => processError(event, { ...this.options, cache: this.cache }));
         if (transition) this.options.onTransition?.({ issue, transition, at: Date.parse(event.receivedAt) });
       } catch (e) {
         this.failed++;

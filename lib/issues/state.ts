@@ -14,7 +14,7 @@ export interface Issue {
   /** Stable across processes: a hash of owner, project and fingerprint (issueId). */
   id: string;
   fingerprint: string;
-  /** Owner (the events' `user_id`) and project (their `appName`); both may be null. */
+  /** Owner (the events' `user_id`) and project (their `projectId`, set from a project key); both may be null. */
   owner: string | null;
   project: string | null;
   /** Title and culprit of the latest event, so an upload of source maps improves them. */
@@ -32,6 +32,8 @@ export interface Issue {
   /** Events per UTC day, `[YYYY-MM-DD, count]`, oldest first, the last DAILY_DAYS days that had any. */
   daily: [string, number][];
   lastEventId: string;
+  /** The latest events, `[id, receive time]`, newest first, at most RECENT_EVENTS: what an issue page shows. */
+  recentEvents: [string, string][];
   /** When the status last changed by hand, and who resolved it in which version. */
   statusChangedAt: string | null;
   resolvedAt: string | null;
@@ -64,6 +66,7 @@ export interface IssueEvent {
 
 export const DAILY_DAYS = 90;
 export const MAX_VERSIONS = 50;
+export const RECENT_EVENTS = 10;
 
 /** The issue id for an owner, project and fingerprint: 16 hex digits. */
 export const issueId = (owner: string | null, project: string | null, fingerprint: string): string =>
@@ -71,7 +74,7 @@ export const issueId = (owner: string | null, project: string | null, fingerprin
 
 /** A stored event (lib/event.ts) and its grouping (groupEvent) → what applyEvent takes. */
 export function issueEventOf(
-  event: { id: string; user_id: string | null; appName: string | null; sessionId: string | null; deployVersion: string | null },
+  event: { id: string; user_id: string | null; projectId?: string; sessionId: string | null; deployVersion: string | null },
   grouping: { fingerprint: string; title: string; culprit: string | null },
 ): IssueEvent {
   return {
@@ -80,7 +83,7 @@ export function issueEventOf(
     title: grouping.title,
     culprit: grouping.culprit,
     owner: event.user_id,
-    project: event.appName,
+    project: event.projectId ?? null,
     sessionId: event.sessionId,
     version: event.deployVersion,
   };
@@ -116,6 +119,7 @@ export function applyEvent(issue: Issue | null, event: IssueEvent, now: number):
       versions: event.version ? { first: event.version, last: event.version, seen: [event.version], truncated: false } : { first: null, last: null, seen: [], truncated: false },
       daily: [[at.slice(0, 10), 1]],
       lastEventId: event.id,
+      recentEvents: [[event.id, at]],
       statusChangedAt: null,
       resolvedAt: null,
       resolvedInVersion: null,
@@ -133,6 +137,7 @@ export function applyEvent(issue: Issue | null, event: IssueEvent, now: number):
     firstSeen: at < issue.firstSeen ? at : issue.firstSeen,
     lastSeen: latest ? at : issue.lastSeen,
     lastEventId: latest ? event.id : issue.lastEventId,
+    recentEvents: addRecent(issue.recentEvents ?? [], event.id, at),
     count: issue.count + 1,
     sessions: event.sessionId ? addSession(issue.sessions, event.sessionId) : issue.sessions,
     versions: event.version ? addVersion(issue.versions, event.version, latest) : issue.versions,
@@ -169,6 +174,13 @@ function addVersion(v: IssueVersions, version: string, latest: boolean): IssueVe
     return last === v.last && truncated === v.truncated ? v : { ...v, last, truncated };
   }
   return { first: v.first ?? version, last, seen: [...v.seen, version], truncated: v.truncated };
+}
+
+/** Keeps the RECENT_EVENTS latest events, newest first. */
+function addRecent(recent: [string, string][], id: string, at: string): [string, string][] {
+  const out: [string, string][] = [...recent, [id, at]];
+  out.sort((a, b) => (a[1] < b[1] ? 1 : a[1] > b[1] ? -1 : 0));
+  return out.slice(0, RECENT_EVENTS);
 }
 
 /** Adds one event to its day, keeping the series sorted and at most DAILY_DAYS long. */
