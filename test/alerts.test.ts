@@ -148,16 +148,16 @@ test('messages: one alert names the issue and links to it; a burst says how many
   const one = notificationOf(rule(), { alerts: [{ kind: 'new_issue', at: T0, issue: { ...issue, version: '1.4.0' } }], count: 1 }, T0, 'n1');
   const r1 = render(one, links);
   assert.is(r1.subject, '[Watchtower] New issue in shop: TypeError: x is undefined at applyCoupon (/assets/app.js)');
-  assert.ok(r1.text.includes(`https://watchtower.example.com/dashboard/issues/${issue.id}`));
-  assert.ok(r1.text.includes('https://watchtower.example.com/dashboard/alerts'));
+  assert.ok(r1.text.includes(`https://watchtower.example.com/issues/?id=${issue.id}`));
+  assert.ok(r1.text.includes('https://watchtower.example.com/alerts/'));
 
   const alerts: Alert[] = Array.from({ length: 3 }, (_, i) => ({ kind: 'new_issue', at: T0, issue: { ...issue, id: `i${i}`, title: `Error ${i}`, version: null } }));
   const burst = notificationOf(rule({ project: 'shop' }), { alerts, count: 12 }, T0, 'n2');
   const r2 = render(burst, links);
   assert.is(r2.subject, '[Watchtower] 12 new issues in shop');
   assert.ok(r2.text.startsWith('12 new issues in shop since the last message'));
-  assert.ok(r2.text.includes('Error 2') && r2.text.includes('/dashboard/issues/i2'));
-  assert.ok(r2.text.includes('…and 9 more: https://watchtower.example.com/dashboard/issues?project=shop'));
+  assert.ok(r2.text.includes('Error 2') && r2.text.includes('/issues/?id=i2'));
+  assert.ok(r2.text.includes('…and 9 more: https://watchtower.example.com/issues/?project=shop'));
 
   const forged = notificationOf(rule(), { alerts: [{ kind: 'new_issue', at: T0, issue: { ...issue, title: 'Error: a\r\nBcc: victim@example.com', version: null } }], count: 1 }, T0, 'n3');
   assert.is(render(forged, links).subject, '[Watchtower] New issue in shop: Error: a Bcc: victim@example.com at applyCoupon (/assets/app.js)', 'client text stays on one line');
@@ -165,7 +165,7 @@ test('messages: one alert names the issue and links to it; a burst says how many
   const body = JSON.parse(webhookBody(burst, links));
   assert.is(body.text, r2.summary, 'Slack shows text');
   assert.equal([body.id, body.kind, body.count, body.rule], ['n2', 'new_issue', 12, { id: 'r1', kind: 'new_issue', project: 'shop' }]);
-  assert.is(body.alerts[0].url, 'https://watchtower.example.com/dashboard/issues/i0');
+  assert.is(body.alerts[0].url, 'https://watchtower.example.com/issues/?id=i0');
   assert.is(body.alerts[0].at, '2026-05-16T12:00:00.000Z');
 });
 

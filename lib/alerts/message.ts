@@ -31,13 +31,13 @@ export interface Links {
   alerts(): string;
 }
 
-/** Dashboard links under the service's public URL: /dashboard/issues/<id>, /dashboard/issues?project=, /dashboard/alerts. */
+/** Page links under the service's public URL: /issues/?id=<id>, /issues/?project=<id>, /alerts/ (README, "Issues"). */
 export function dashboardLinks(publicUrl: string): Links {
   const base = publicUrl.replace(/\/+$/, '');
   return {
-    issue: (id) => `${base}/dashboard/issues/${encodeURIComponent(id)}`,
-    issues: (project) => `${base}/dashboard/issues${project ? `?project=${encodeURIComponent(project)}` : ''}`,
-    alerts: () => `${base}/dashboard/alerts`,
+    issue: (id) => `${base}/issues/?id=${encodeURIComponent(id)}`,
+    issues: (project) => `${base}/issues/${project ? `?project=${encodeURIComponent(project)}` : ''}`,
+    alerts: () => `${base}/alerts/`,
   };
 }
 
