@@ -38,19 +38,27 @@ export interface Processed {
   frames: SymbolicatedFrame[];
 }
 
-/** One error event → its issue, updated and stored. Also usable directly (tests, a backfill). */
-export async function processError(event: StoredEvent, options: Pick<IssueProcessorOptions, 'issues' | 'sourceMaps' | 'cache'>): Promise<Processed> {
+/** An error event's grouping, with its frames symbolicated by the owner's maps for its release. */
+async function groupError(event: StoredEvent, options: Pick<IssueProcessorOptions, 'sourceMaps' | 'cache'>): Promise<{ grouping: Grouping; frames: SymbolicatedFrame[]; id: string }> {
   const reported = eventFrames(event);
   const frames = options.sourceMaps && event.deployVersion
     ? await symbolicate(reported, event.deployVersion, options.sourceMaps(event.user_id, event.projectId ?? null), { cache: options.cache })
     : reported.map((f) => ({ ...f, context: null, minified: null }));
   const grouping = groupEvent(event, frames);
-  const id = issueId(event.user_id, event.projectId ?? null, grouping.fingerprint);
+  return { grouping, frames, id: issueId(event.user_id, event.projectId ?? null, grouping.fingerprint) };
+}
+
+/** One error event → its issue, updated and stored. Also usable directly (tests, a backfill). */
+export async function processError(event: StoredEvent, options: Pick<IssueProcessorOptions, 'issues' | 'sourceMaps' | 'cache'>): Promise<Processed> {
+  const { grouping, frames, id } = await groupError(event, options);
   const current = await options.issues.getIssue(event.user_id, id);
   const { issue, transition } = applyEvent(current, issueEventOf(event, grouping), Date.parse(event.receivedAt));
   await options.issues.putIssue(issue);
   return { issue, transition, grouping, frames };
 }
+
+/** Events taken from the queue at a time: each issue among them is read and written once. */
+export const PROCESS_SLICE = 500;
 
 export class IssueProcessor {
   /** Events dropped because the queue was full, and events whose processing failed. */
@@ -108,18 +116,50 @@ export class IssueProcessor {
     return run;
   }
 
+  /**
+   * Drains the queue a slice at a time. Within a slice, the errors of one issue are applied in
+   * order to one read of it and written back once: a burst of one bug costs one write, not one
+   * per event. Between slices the loop waits for a timer, so that requests (and their I/O) are
+   * served in between even when the record store answers without any (memory).
+   */
   private async run(): Promise<void> {
     while (this.queue.length > 0) {
-      const event = this.queue.shift()!;
-      try {
-        this.options.onEvent?.(event);
-        if (event.type !== 'error') continue;
-        const { issue, transition } = await this.exclusive(() => processError(event, { ...this.options, cache: this.cache }));
-        if (transition) this.options.onTransition?.({ issue, transition, at: Date.parse(event.receivedAt) });
-      } catch (e) {
-        this.failed++;
-        this.options.onError?.(e, event);
+      const slice = this.queue.splice(0, PROCESS_SLICE);
+      const byIssue = new Map<string, { owner: string | null; events: { event: StoredEvent; grouping: Grouping }[] }>();
+      for (const event of slice) {
+        try {
+          this.options.onEvent?.(event);
+          if (event.type !== 'error') continue;
+          const { grouping, id } = await groupError(event, { ...this.options, cache: this.cache });
+          let group = byIssue.get(id);
+          if (!group) byIssue.set(id, (group = { owner: event.user_id, events: [] }));
+          group.events.push({ event, grouping });
+        } catch (e) {
+          this.failed++;
+          this.options.onError?.(e, event);
+        }
       }
+      for (const [id, group] of byIssue) {
+        try {
+          const changes = await this.exclusive(async () => {
+            let issue = await this.options.issues.getIssue(group.owner, id);
+            const out: { issue: Issue; transition: Transition; at: number }[] = [];
+            for (const { event, grouping } of group.events) {
+              const at = Date.parse(event.receivedAt);
+              const step = applyEvent(issue, issueEventOf(event, grouping), at);
+              issue = step.issue;
+              if (step.transition) out.push({ issue, transition: step.transition, at });
+            }
+            await this.options.issues.putIssue(issue!);
+            return out;
+          });
+          for (const change of changes) this.options.onTransition?.(change);
+        } catch (e) {
+          this.failed += group.events.length;
+          this.options.onError?.(e, group.events[0].event);
+        }
+      }
+      if (this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 0));
     }
   }
 }
