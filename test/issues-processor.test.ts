@@ -123,6 +123,23 @@ test('IssueProcessor: the queue is bounded, and a failing store is counted witho
   assert.is((await issues.listIssues('u1')).length, 1);
 });
 
+test('IssueProcessor: one slice groups a burst once, and tells apart errors whose stacks differ', async () => {
+  const issues = new MemoryIssueStore();
+  const processor = new IssueProcessor({ issues });
+  const at = (fn: string) => `TypeError: boom\n    at ${fn} (https://shop.example.com/app.js:1:10)`;
+  processor.push([
+    stored({ type: 'error', message: 'TypeError: boom', data: { stack: at('applyCoupon') } }),
+    stored({ type: 'error', message: 'TypeError: boom', data: { stack: at('applyCoupon') } }, T0 + 1),
+    stored({ type: 'error', message: 'TypeError: boom', data: { stack: at('checkout') } }, T0 + 2),
+    stored({ type: 'error', message: 'TypeError: boom', data: { stack: at('applyCoupon') } }, T0 + 3, 'u2'),
+    stored({ type: 'error', message: 'TypeError: boom', data: { stack: at('applyCoupon'), fingerprint: ['mine'] } }, T0 + 4),
+  ]);
+  await processor.drain();
+  const mine = await issues.listIssues('u1');
+  assert.equal(mine.map((i) => [i.culprit, i.count]).sort(), [['applyCoupon (/app.js)', 1], ['applyCoupon (/app.js)', 2], ['checkout (/app.js)', 1]]);
+  assert.is((await issues.listIssues('u2')).length, 1);
+});
+
 test('MemoryIssueStore: bounded per owner, least recently seen forgotten first', async () => {
   const issues = new MemoryIssueStore(2);
   const processed = [];

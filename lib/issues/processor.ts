@@ -7,7 +7,7 @@
 import type { StoredEvent } from '../event.ts';
 import { eventFrames, groupEvent, type Grouping } from './fingerprint.ts';
 import { SourceMapCache, type SourceMapLookup, symbolicate, type SymbolicatedFrame } from './sourcemap.ts';
-import { applyEvent, type Issue, issueEventOf, issueId, type Transition } from './state.ts';
+import { applyEvent, applyEvents, type Issue, issueEventOf, issueId, type Transition } from './state.ts';
 import { unref } from './timer.ts';
 
 /** Where issues live: the coordinator's stores implement this. */
@@ -55,6 +55,19 @@ export async function processError(event: StoredEvent, options: Pick<IssueProces
   const { issue, transition } = applyEvent(current, issueEventOf(event, grouping), Date.parse(event.receivedAt));
   await options.issues.putIssue(issue);
   return { issue, transition, grouping, frames };
+}
+
+/**
+ * What decides an error's grouping, as one string, for errors described by their message and stack
+ * text alone; null for those with structured frames, an exception or a fingerprint of their own.
+ */
+function sameErrorKey(event: StoredEvent): string | null {
+  const data = event.data ?? {};
+  if (data.exception !== undefined || data.frames !== undefined || data.fingerprint !== undefined || data.exceptionType !== undefined || data.exception_type !== undefined) return null;
+  if ((event as { fingerprint?: unknown }).fingerprint !== undefined) return null;
+  const top = (event as { stack?: unknown }).stack;
+  const stack = typeof data.stack === 'string' ? data.stack : typeof top === 'string' ? top : '';
+  return `${event.user_id}\u0000${event.projectId ?? ''}\u0000${event.deployVersion ?? ''}\u0000${event.message ?? ''}\u0000${typeof data.message === 'string' ? data.message : ''}\u0000${typeof data.value === 'string' ? data.value : ''}\u0000${stack}`;
 }
 
 /** Events taken from the queue at a time: each issue among them is read and written once. */
@@ -125,12 +138,20 @@ export class IssueProcessor {
   private async run(): Promise<void> {
     while (this.queue.length > 0) {
       const slice = this.queue.splice(0, PROCESS_SLICE);
+      // Within a slice, errors with the same text and stack (a burst of one bug) are grouped once.
+      const grouped = new Map<string, { grouping: Grouping; id: string }>();
       const byIssue = new Map<string, { owner: string | null; events: { event: StoredEvent; grouping: Grouping }[] }>();
       for (const event of slice) {
         try {
           this.options.onEvent?.(event);
           if (event.type !== 'error') continue;
-          const { grouping, id } = await groupError(event, { ...this.options, cache: this.cache });
+          const key = sameErrorKey(event);
+          let known = key === null ? undefined : grouped.get(key);
+          if (!known) {
+            known = await groupError(event, { ...this.options, cache: this.cache });
+            if (key !== null) grouped.set(key, known);
+          }
+          const { grouping, id } = known;
           let group = byIssue.get(id);
           if (!group) byIssue.set(id, (group = { owner: event.user_id, events: [] }));
           group.events.push({ event, grouping });
@@ -141,19 +162,14 @@ export class IssueProcessor {
       }
       for (const [id, group] of byIssue) {
         try {
-          const changes = await this.exclusive(async () => {
-            let issue = await this.options.issues.getIssue(group.owner, id);
-            const out: { issue: Issue; transition: Transition; at: number }[] = [];
-            for (const { event, grouping } of group.events) {
-              const at = Date.parse(event.receivedAt);
-              const step = applyEvent(issue, issueEventOf(event, grouping), at);
-              issue = step.issue;
-              if (step.transition) out.push({ issue, transition: step.transition, at });
-            }
-            await this.options.issues.putIssue(issue!);
-            return out;
+          const { issue, transitions } = await this.exclusive(async () => {
+            const current = await this.options.issues.getIssue(group.owner, id);
+            const applied = applyEvents(current, group.events.map(({ event, grouping }) => ({ event: issueEventOf(event, grouping), now: Date.parse(event.receivedAt) })));
+            await this.options.issues.putIssue(applied.issue);
+            return applied;
           });
-          for (const change of changes) this.options.onTransition?.(change);
+          // Alerts describe the issue as it stands after the slice (its count includes the burst).
+          for (const { transition, at } of transitions) this.options.onTransition?.({ issue, transition, at });
         } catch (e) {
           this.failed += group.events.length;
           this.options.onError?.(e, group.events[0].event);
