@@ -11,7 +11,8 @@ import { AlertEngine } from '../lib/alerts/engine.ts';
 import { dashboardLinks } from '../lib/alerts/message.ts';
 import { RecentMetrics } from '../lib/alerts/recent.ts';
 import { COOLDOWN_MS } from '../lib/alerts/rules.ts';
-import { MemoryIssueStore } from '../lib/issues/memory.ts';
+import { RecordIssueStore } from '../lib/issues/records.ts';
+import { createMemoryRecords } from '../lib/records/memory.ts';
 import { IssueProcessor, processError } from '../lib/issues/processor.ts';
 import { sourceMapNames } from '../lib/issues/sourcemap.ts';
 import { parseStack } from '../lib/issues/stack.ts';
@@ -21,6 +22,8 @@ const T0 = Date.parse('2026-05-16T12:00:00.000Z');
 let app: Bundle;
 let stack = '';
 let n = 0;
+/** Issues in a memory record store. */
+const newIssues = () => new RecordIssueStore(createMemoryRecords());
 /** A stored event; `projectId` is the server's to set (from a project key), so it is added after normalise. */
 const stored = ({ projectId, ...raw }: RawEvent & { projectId?: string }, at = T0, owner = 'u1') =>
   ({ ...normalise(raw, { now: at, owner, newId: () => `ev${++n}` }), ...(projectId ? { projectId } : {}) });
@@ -42,7 +45,7 @@ function uploadedMaps() {
 }
 
 test('processError: grouped by the original frames when the release has a map, by the minified ones otherwise', async () => {
-  const issues = new MemoryIssueStore();
+  const issues = newIssues();
   const withMap = await processError(stored({ type: 'error', message: 'Uncaught TypeError: coupon FREESHIP is not valid', deployVersion: '1.0.0', projectId: '7', data: { stack } }), { issues, sourceMaps: uploadedMaps() });
   assert.is(withMap.transition, 'new');
   assert.ok(withMap.issue.culprit!.startsWith('applyCoupon ('), withMap.issue.culprit!);
@@ -67,7 +70,7 @@ test('IssueProcessor: events queue without waiting; draining updates issues, met
   await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
   try {
     const url = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
-    const issues = new MemoryIssueStore();
+    const issues = newIssues();
     const metrics = new RecentMetrics();
     const engine = new AlertEngine({
       rules: () => [{ id: 'r1', userId: 'u1', project: null, kind: 'new_issue', threshold: null, route: null, cooldownMs: COOLDOWN_MS, webhook: { url, secret: 'processor-test-secret' }, email: [], enabled: true, createdAt: '' }],
@@ -88,7 +91,7 @@ test('IssueProcessor: events queue without waiting; draining updates issues, met
     assert.is(processor.pending, 0);
     assert.is(processor.failed, 0);
 
-    const [issue] = await issues.listIssues('u1');
+    const [issue] = await issues.listIssues('u1', T0);
     assert.equal([issue.count, issue.title, issue.substatus], [2, 'Order 99 failed', 'new']);
     assert.equal(metrics.errorCounts('u1', '7', T0 + 1000), { last5Minutes: 2, previousHour: 0 });
     assert.equal(metrics.routeDurations('u1', null, T0), { '/checkout': [1200] });
@@ -104,11 +107,11 @@ test('IssueProcessor: events queue without waiting; draining updates issues, met
 });
 
 test('IssueProcessor: the queue is bounded, and a failing store is counted without stopping the rest', async () => {
-  const issues = new MemoryIssueStore();
+  const issues = newIssues();
   let fail = true;
   const flaky = {
     getIssue: (owner: string | null, id: string) => (fail ? Promise.reject(new Error('store unavailable')) : issues.getIssue(owner, id)),
-    putIssue: (issue: Parameters<MemoryIssueStore['putIssue']>[0]) => issues.putIssue(issue),
+    putIssue: (issue: Parameters<RecordIssueStore['putIssue']>[0]) => issues.putIssue(issue),
   };
   const errors: unknown[] = [];
   const processor = new IssueProcessor({ issues: flaky, queueLimit: 2, onError: (e) => errors.push(e) });
@@ -120,11 +123,11 @@ test('IssueProcessor: the queue is bounded, and a failing store is counted witho
   fail = false;
   processor.push([stored({ type: 'error', message: 'd' })]);
   await processor.drain();
-  assert.is((await issues.listIssues('u1')).length, 1);
+  assert.is((await issues.listIssues('u1', T0)).length, 1);
 });
 
 test('IssueProcessor: one slice groups a burst once, and tells apart errors whose stacks differ', async () => {
-  const issues = new MemoryIssueStore();
+  const issues = newIssues();
   const processor = new IssueProcessor({ issues });
   const at = (fn: string) => `TypeError: boom\n    at ${fn} (https://shop.example.com/app.js:1:10)`;
   processor.push([
@@ -135,20 +138,23 @@ test('IssueProcessor: one slice groups a burst once, and tells apart errors whos
     stored({ type: 'error', message: 'TypeError: boom', data: { stack: at('applyCoupon'), fingerprint: ['mine'] } }, T0 + 4),
   ]);
   await processor.drain();
-  const mine = await issues.listIssues('u1');
+  const mine = await issues.listIssues('u1', T0);
   assert.equal(mine.map((i) => [i.culprit, i.count]).sort(), [['applyCoupon (/app.js)', 1], ['applyCoupon (/app.js)', 2], ['checkout (/app.js)', 1]]);
-  assert.is((await issues.listIssues('u2')).length, 1);
+  assert.is((await issues.listIssues('u2', T0)).length, 1);
 });
 
-test('MemoryIssueStore: bounded per owner, least recently seen forgotten first', async () => {
-  const issues = new MemoryIssueStore(2);
+test('RecordIssueStore: bounded per owner, least recently seen deleted first; unowned events have no issues', async () => {
+  const records = createMemoryRecords();
+  const issues = new RecordIssueStore(records, { perOwner: 2 });
   const processed = [];
   for (const [i, message] of ['first bug', 'second bug', 'third bug'].entries()) {
     processed.push(await processError(stored({ type: 'error', message }, T0 + i * 1000), { issues }));
   }
-  assert.is(await issues.getIssue('u1', processed[0].issue.id), null);
-  assert.equal((await issues.listIssues('u1')).map((i) => i.title), ['third bug', 'second bug']);
-  assert.equal(await issues.listIssues('u2'), []);
+  assert.equal((await issues.listIssues('u1', T0)).map((i) => i.title), ['third bug', 'second bug']);
+  assert.is(await issues.getIssue('u1', processed[0].issue.id), null, 'deleted, not only hidden');
+  assert.equal(await issues.listIssues('u2', T0), []);
+  const unowned = await processError({ ...stored({ type: 'error', message: 'nobody' }), user_id: null }, { issues });
+  assert.is(await issues.getIssue(null, unowned.issue.id), null);
 });
 
 test.run();

