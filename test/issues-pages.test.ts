@@ -88,7 +88,10 @@ function register() {
     context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     context.setDefaultTimeout(10_000);
     await context.route('**/assets/config.js', (route) => route.fulfill({ status: 200, contentType: 'application/javascript', body: DEV_CONFIG }));
-    await context.addInitScript(() => localStorage.setItem('service_idp_user_id', 'pat'));
+    // Signed in (development mode) on the service's pages; about:blank has no storage to write.
+    await context.addInitScript(() => {
+      if (location.protocol === 'http:') localStorage.setItem('service_idp_user_id', 'pat');
+    });
     context.on('page', (page: Page) => {
       page.on('pageerror', (err) => problems.push(`page error on ${page.url()}: ${err.message}`));
       page.on('dialog', (d) => {
@@ -126,7 +129,9 @@ function register() {
   test('Issues: the list with counts, sparklines and versions; hostile messages stay text', async () => {
     const page = await context.newPage();
     await page.goto(`${base}/issues/`);
-    await page.waitForSelector('#app:not([hidden]) tr[data-issue]');
+    await page.waitForSelector('#app:not([hidden]) tr[data-issue]').catch(async (e) => {
+      throw new Error(`${e.message}\n${problems.join('\n')}\n${await page.locator('body').innerText()}`);
+    });
     const rows = page.locator('tr[data-issue]');
     assert.is(await rows.count(), 2);
     const hostile = rows.filter({ hasText: 'onerror' });

@@ -15,11 +15,6 @@ type Counts = Record<'unresolved' | 'resolved' | 'ignored' | 'new' | 'ongoing' |
 const root = byId('issues');
 const params = new URLSearchParams(location.search);
 
-if (await signedIn()) {
-  const id = params.get('id');
-  await (id ? showIssue(id) : showList()).then(showPage, (err) => showFailure('Issues', err));
-}
-
 /** The status shown for an issue: its substatus while unresolved. */
 const statusOf = (i: ShownIssue) => (i.status === 'unresolved' ? i.substatus ?? 'unresolved' : i.status);
 
@@ -195,4 +190,10 @@ function frameItem(f: SymbolicatedFrame): HTMLElement {
     parts.push(el('p', { class: 'err-meta frame-minified', text: `minified: ${m.function ?? '(anonymous)'} at ${m.file ?? '?'}:${m.line ?? '?'}:${m.column ?? '?'}` }));
   }
   return el('li', { class: f.inApp ? 'frame in-app' : 'frame' }, ...parts);
+}
+
+// Last, once every declaration above is initialised (the module awaits at its top level).
+if (await signedIn()) {
+  const id = params.get('id');
+  await (id ? showIssue(id) : showList()).then(showPage, (err) => showFailure('Issues', err));
 }
