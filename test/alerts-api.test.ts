@@ -101,7 +101,7 @@ async function setup(smtpPort?: number) {
     await a.handler.monitor.flush();
     await a.handler.monitor.alerts.idle();
   };
-  return { ...a, clock, call, error, settle };
+  return { ...a, clock, records, call, error, settle };
 }
 
 test('rules: create (the secret shown once), list, change, delete; bad rules are 400, others\' rules 404', async () => {
@@ -221,6 +221,29 @@ test('the cool-down merges a burst into one notification that says how many', as
     assert.match(burst.text, /^4 new issues since the last message/);
   } finally {
     await s.handler.close();
+    await hook.close();
+  }
+});
+
+test('rules and their deliveries live in the record store: a restarted handler has them and alerts with them', async () => {
+  const hook = await webhookReceiver();
+  const s = await setup();
+  try {
+    await s.call('POST', '/api/alerts', { on: 'new_issue', webhook: hook.url });
+    await s.error('Error: before the restart');
+    await s.handler.close();
+    assert.is(hook.received.length, 1);
+
+    const again = app({ records: s.records, now: () => s.clock.now, monitoring: { alerts: loadAlertConfig({ SERVICE_PUBLIC_URL: PUBLIC_URL }) } });
+    const [rule] = (await (await again.send('GET', '/api/alerts', { headers: again.as('u1') })).json()).alerts;
+    assert.equal(rule.deliveries.map((d: { status: string }) => d.status), ['sent']);
+    await again.send('POST', '/api/events', { headers: again.as('u1'), body: { type: 'error', message: 'Error: after the restart' } });
+    await again.handler.monitor.flush();
+    await again.handler.monitor.alerts.idle();
+    assert.is(hook.received.length, 2, 'the restarted handler found the rule through the owners record');
+    assert.match(JSON.parse(hook.received[1].body).text, /after the restart/);
+    await again.handler.close();
+  } finally {
     await hook.close();
   }
 });

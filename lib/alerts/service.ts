@@ -46,6 +46,10 @@ export class AlertService {
   readonly engine: AlertEngine;
   private rules = new Map<string, AlertRule>();
   private loaded: Promise<void> | null = null;
+  /** Counts rule changes made through this instance: a read of all rules begun before one is stale. */
+  private changes = 0;
+  /** Whether the stored delivery logs were read into the engine's log (once, at the first read). */
+  private restored = false;
   private timer: ReturnType<typeof setInterval> | null = null;
   /** Delivery-log writes, one rule after another, so a later state never loses to an earlier one. */
   private writes: Promise<unknown> = Promise.resolve();
@@ -117,6 +121,7 @@ export class AlertService {
     await this.addOwner(userId);
     await this.options.records.put([{ kind: ALERT_KIND, id: rule.id, userId, body: rule }]);
     this.rules.set(rule.id, rule);
+    this.changes++;
     return { ...publicRule(rule, { secret: true }), deliveries: [] };
   }
 
@@ -126,6 +131,7 @@ export class AlertService {
     await this.checkProject(next);
     await this.options.records.put([{ kind: ALERT_KIND, id, userId, body: next }]);
     this.rules.set(id, next);
+    this.changes++;
     const secretChanged = next.webhook !== null && next.webhook.secret !== rule.webhook?.secret;
     return { ...publicRule(next, { secret: secretChanged }), deliveries: await this.deliveries(next) };
   }
@@ -134,6 +140,7 @@ export class AlertService {
     if (!(await this.options.records.delete(ALERT_KIND, id, userId))) throw notFound(id);
     await this.options.records.delete(DELIVERIES_KIND, id, userId);
     this.rules.delete(id);
+    this.changes++;
     this.engine.log.forget(id);
   }
 
@@ -173,14 +180,20 @@ export class AlertService {
   /** Reads every owner's rules, and their delivery logs the first time. */
   private load(): Promise<void> {
     return (this.loaded ??= (async () => {
+      const started = this.changes;
       const owners = await this.options.records.get<string[]>(OWNERS_KIND, OWNERS_ID, SYSTEM_OWNER);
       const rules = new Map<string, AlertRule>();
       for (const owner of owners?.body ?? []) {
         for (const r of await this.options.records.list<AlertRule>(ALERT_KIND, owner)) rules.set(r.id, r.body);
       }
-      const first = this.rules.size === 0;
+      // A rule changed here meanwhile is in this.rules already; the read may predate it.
+      if (this.changes !== started) {
+        this.loaded = null;
+        return;
+      }
       this.rules = rules;
-      if (first) {
+      if (!this.restored) {
+        this.restored = true;
         for (const rule of rules.values()) {
           if (this.engine.log.list(rule.id).length > 0) continue;
           const stored = await this.options.records.get<DeliveryRecord[]>(DELIVERIES_KIND, rule.id, rule.userId);
