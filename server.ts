@@ -2,6 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { createAuthenticator } from './lib/auth.ts';
 import { ConfigError, loadConfig, type Config } from './lib/config.ts';
+import { loadAlertConfig, type AlertConfig } from './lib/alerts/config.ts';
 import { createHandler } from './lib/handler.ts';
 import { createMemoryStore } from './lib/store/memory.ts';
 import type { BunServer } from './lib/adapter/bun.ts';
@@ -27,8 +28,11 @@ const log = (msg: string) => console.log(`[watchtower] ${msg}`);
 const exit: (code: number) => never = (code) => (isDeno ? Deno!.exit(code) : process.exit(code));
 
 let config: Config;
+let alertConfig: AlertConfig;
 try {
-  config = loadConfig(isDeno ? Deno!.env.toObject() : process.env, root);
+  const env = isDeno ? Deno!.env.toObject() : process.env;
+  config = loadConfig(env, root);
+  alertConfig = loadAlertConfig(env);
 } catch (err) {
   if (!(err instanceof ConfigError)) throw err;
   console.error(`[watchtower] invalid configuration: ${err.message}`);
@@ -72,6 +76,7 @@ const handler = createHandler({
   defaultOwner: config.defaultOwner,
   rateLimit: { rate: config.rateLimit, burst: config.rateBurst },
   trustProxy: config.trustProxy,
+  monitoring: { alerts: alertConfig, retentionDays: config.storage === 'memory' ? 0 : config.retentionDays },
   log: (msg) => console.error(`[watchtower] ${msg}`),
 });
 
@@ -86,6 +91,8 @@ async function shutdown(stopServer: () => Promise<void>) {
     exit(1);
   }, 10_000);
   await stopServer();
+  // Queued errors become issues and alerts under way are delivered (or given up) before the store closes.
+  await handler.close();
   await store.close();
   clearTimeout(force);
   log('stopped');

@@ -1,6 +1,7 @@
 // What every route receives: the dependencies of one handler instance.
 import type { Authenticator } from './auth.ts';
 import type { Hub } from './hub.ts';
+import type { Monitor } from './monitor.ts';
 import type { RecordStore } from './records/types.ts';
 import type { Store } from './store/types.ts';
 import type { RateLimiter } from './ratelimit.ts';
@@ -10,6 +11,8 @@ import { HttpError, unauthorized, type JsonReply } from './http.ts';
 export interface Context {
   store: Store;
   records: RecordStore;
+  /** Issues, source maps and alerts (lib/monitor.ts). */
+  monitor: Monitor;
   auth: Authenticator;
   hub: Hub;
   now: () => number;

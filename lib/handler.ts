@@ -14,6 +14,10 @@ import { eventStream } from './routes/stream.ts';
 import { developerStream, insights, query } from './routes/developer.ts';
 import type { Store } from './store/types.ts';
 import { createMemoryRecords } from './records/memory.ts';
+import { createMonitor, type Monitor, type MonitorOptions } from './monitor.ts';
+import { createAlert, deleteAlert, listAlerts, testAlert, updateAlert } from './routes/alerts.ts';
+import { getIssue, listIssues, patchIssue } from './routes/issues.ts';
+import { deleteSourceMap, listSourceMaps, uploadSourceMap } from './routes/sourcemaps.ts';
 import type { RecordStore } from './records/types.ts';
 
 export interface HandlerDeps {
@@ -23,6 +27,8 @@ export interface HandlerDeps {
    * companion (openSqliteRecords, openPostgresRecords). Default: in memory, lost on restart.
    */
   records?: RecordStore;
+  /** Issues, source maps and alerts: SMTP and link settings, retention, timings (lib/monitor.ts). */
+  monitoring?: MonitorOptions;
   /** Who is asking; defaults to trusting the X-IdP-User-Id header (development, README "Identity"). */
   auth?: Authenticator;
   hub?: Hub;
@@ -52,11 +58,17 @@ export interface HandlerDeps {
 }
 
 /** The fetch handler; `R` is `Response | null` when it was created with `fallthrough: true`. */
-export type FetchHandler<R extends Response | null = Response> = ((request: Request, info?: ServeInfo) => Promise<R>) & { hub: Hub };
+export type FetchHandler<R extends Response | null = Response> = ((request: Request, info?: ServeInfo) => Promise<R>) & {
+  hub: Hub;
+  /** Issue processing and alerting running beside the routes. */
+  monitor: Monitor;
+  /** Stops issue processing and alert evaluation, after processing what was queued and finishing deliveries under way. */
+  close(): Promise<void>;
+};
 
 const PREFLIGHT_HEADERS = {
   ...CORS_HEADERS,
-  'access-control-allow-methods': 'GET, POST, OPTIONS',
+  'access-control-allow-methods': 'GET, POST, PATCH, DELETE, OPTIONS',
   'access-control-allow-headers': 'Content-Type, Content-Encoding, Authorization, X-IdP-User-Id, Last-Event-ID',
   'access-control-max-age': '86400',
 };
@@ -70,13 +82,17 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
   const base = (deps.basePath ?? '').replace(/\/+$/, '');
   // Plain segments only: itty-router reads `:` and `*` in a path as patterns.
   if (!/^(\/[\w.~-]+)*$/.test(base)) throw new TypeError(`basePath must be a path like /telemetry, not ${JSON.stringify(deps.basePath)}`);
+  const records = deps.records ?? createMemoryRecords();
+  const now = deps.now ?? Date.now;
+  const log = deps.log ?? ((msg: string) => console.error(msg));
   const ctx: Context = {
     store: deps.store,
-    records: deps.records ?? createMemoryRecords(),
+    records,
+    monitor: createMonitor(records, { now, log }, deps.monitoring),
     auth: deps.auth ?? createAuthenticator({ trustHeader: true }),
     hub: deps.hub ?? createHub(),
-    now: deps.now ?? Date.now,
-    log: deps.log ?? ((msg) => console.error(msg)),
+    now,
+    log,
     defaultOwner: deps.defaultOwner ?? null,
     basePath: base,
     files: deps.files ?? null,
@@ -87,7 +103,9 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
     trustProxy: deps.trustProxy ?? false,
   };
 
+  // Events other instances stored reach live streams; their issues are the other instance's to process.
   deps.store.watch?.((events) => ctx.hub.publish(events));
+  ctx.monitor.start();
 
   // Every route is registered on itty-router, which compiles its pattern (base path, trailing
   // slashes, `:params`) to a regex. Routes are tried in order, one regex test each: ingestion, the
@@ -103,7 +121,18 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
     .post('/api/users/sync', syncUser)
     .get('/api/developer/stream', developerStream)
     .get('/api/developer/insights', insights)
-    .post('/api/developer/query', query);
+    .post('/api/developer/query', query)
+    .get('/api/issues', listIssues)
+    .get('/api/issues/:id', getIssue)
+    .patch('/api/issues/:id', patchIssue)
+    .post('/api/projects/:id/sourcemaps', uploadSourceMap)
+    .get('/api/projects/:id/sourcemaps', listSourceMaps)
+    .delete('/api/projects/:id/sourcemaps/:mapId', deleteSourceMap)
+    .get('/api/alerts', listAlerts)
+    .post('/api/alerts', createAlert)
+    .patch('/api/alerts/:id', updateAlert)
+    .delete('/api/alerts/:id', deleteAlert)
+    .post('/api/alerts/:id/test', testAlert);
 
   /**
    * The route for a request, with its path parameters set on the request, as itty-router's own
@@ -150,7 +179,7 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
       return toErrorResponse(err, ctx.log, respond);
     }
   };
-  return Object.assign(handler, { hub: ctx.hub });
+  return Object.assign(handler, { hub: ctx.hub, monitor: ctx.monitor, close: () => ctx.monitor.close() });
 }
 
 const withSlash = (p: string) => (p.endsWith('/') ? p : p + '/');

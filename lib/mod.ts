@@ -4,6 +4,12 @@
 // loads postgres.js, sql.js or worker_threads.
 export { createHandler, type FetchHandler, type HandlerDeps } from './handler.ts';
 export { loadConfig, ConfigError, type Config } from './config.ts';
+export { loadAlertConfig, type AlertConfig } from './alerts/config.ts';
+export type { Monitor, MonitorOptions } from './monitor.ts';
+export type { Mailer, MailMessage } from './alerts/mailer.ts';
+export { verifySignature, SIGNATURE_HEADER, DELIVERY_HEADER } from './alerts/webhook.ts';
+export { groupEvent, type Grouping } from './issues/fingerprint.ts';
+export type { Issue, IssueStatus } from './issues/state.ts';
 export { createAuthenticator, type Authenticator, type Identity } from './auth.ts';
 export { createHub, type Hub } from './hub.ts';
 export { createMemoryStore } from './store/memory.ts';

@@ -102,10 +102,10 @@ test('webhook: signed JSON with a Slack-compatible text, the issue and a link', 
     assert.is(got.headers['content-type'], 'application/json');
     assert.is(got.headers[DELIVERY_HEADER.toLowerCase()], sent[0].id);
     const body = JSON.parse(got.body);
-    assert.is(body.text, `New issue in shop: TypeError: cart is undefined at checkout (/assets/app.js)\n${PUBLIC_URL}/dashboard/issues/${change.issue.id}`);
+    assert.is(body.text, `New issue in shop: TypeError: cart is undefined at checkout (/assets/app.js)\n${PUBLIC_URL}/issues/?id=${change.issue.id}`);
     assert.equal([body.kind, body.count, body.rule.id], ['new_issue', 1, r.id]);
     assert.is(body.alerts[0].issue.id, change.issue.id);
-    assert.is(body.alerts[0].url, `${PUBLIC_URL}/dashboard/issues/${change.issue.id}`);
+    assert.is(body.alerts[0].url, `${PUBLIC_URL}/issues/?id=${change.issue.id}`);
     assert.equal(e.log.list(r.id).map((d) => [d.channel, d.status, d.attempts]), [['webhook', 'sent', 1]]);
   } finally {
     await hook.close();
@@ -212,7 +212,7 @@ test('error_spike through the engine: recent errors above the threshold and the 
     const metrics = new RecentMetrics();
     const { engine: e, clock } = engine([r], { metrics });
     let n = 0;
-    const error = (t: number) => metrics.record(normalise({ type: 'error', appName: 'shop', message: 'boom' }, { now: t, owner: 'u1', newId: () => `x${++n}` }));
+    const error = (t: number) => metrics.record({ ...normalise({ type: 'error', message: 'boom' }, { now: t, owner: 'u1', newId: () => `x${++n}` }), projectId: 'shop' });
     for (let i = 0; i < 10; i++) error(T0 - 30 * MIN); // a baseline of 10 an hour
     for (let i = 0; i < 10; i++) error(T0);
     assert.equal(await e.checkMetrics(), [], 'ten is not above the threshold');
@@ -311,7 +311,7 @@ test('e-mail: an authenticated SMTP server receives the alert with the issue tit
     assert.match(headers, /^Subject: \[Watchtower\] New issue in shop: TypeError: cart is undefined at checkout \(\/assets\/app\.js\)$/m);
     assert.match(headers, /^From: Watchtower <alerts@watchtower\.test>$/m);
     assert.ok(body.includes('New issue in shop: TypeError: cart is undefined'), body);
-    assert.ok(body.includes(`${PUBLIC_URL}/dashboard/issues/${change.issue.id}`), body);
+    assert.ok(body.includes(`${PUBLIC_URL}/issues/?id=${change.issue.id}`), body);
   } finally {
     await mailer.close?.();
     await smtp.close();

@@ -12,7 +12,7 @@ import { DEFAULT_RETRY, retryDelay } from '../lib/alerts/delivery.ts';
 import { type Alert, evaluateErrorSpike, evaluateSlowRoute, evaluateTransition, SPIKE_FACTOR } from '../lib/alerts/evaluate.ts';
 import { dashboardLinks, notificationOf, render, webhookBody } from '../lib/alerts/message.ts';
 import { RecentMetrics } from '../lib/alerts/recent.ts';
-import { type AlertRule, COOLDOWN_MS, parseAlertRule, publicRule } from '../lib/alerts/rules.ts';
+import { type AlertRule, COOLDOWN_MS, parseAlertRule, patchAlertRule, publicRule } from '../lib/alerts/rules.ts';
 import { signBody, verifySignature } from '../lib/alerts/webhook.ts';
 import { applyEvent, type IssueEvent, setStatus } from '../lib/issues/state.ts';
 
@@ -45,28 +45,43 @@ function expect400(fn: () => unknown, field: string) {
 
 test('parseAlertRule: defaults, a generated webhook secret, and what each kind needs', () => {
   const ctx = { userId: 'u1', id: 'r9', now: T0 };
-  const r = parseAlertRule({ kind: 'new_issue', webhookUrl: 'https://hooks.example.com/x' }, ctx);
+  const r = parseAlertRule({ on: 'new_issue', webhook: 'https://hooks.example.com/x' }, ctx);
   assert.equal({ ...r, webhook: { ...r.webhook!, secret: '' } }, {
     id: 'r9', userId: 'u1', project: null, kind: 'new_issue', threshold: null, route: null, cooldownMs: COOLDOWN_MS,
     webhook: { url: 'https://hooks.example.com/x', secret: '' }, email: [], enabled: true, createdAt: '2026-05-16T12:00:00.000Z',
   });
   assert.match(r.webhook!.secret, /^[0-9a-f]{64}$/);
-  assert.equal(publicRule(r).webhook, { url: 'https://hooks.example.com/x' }, 'the secret is not shown again');
-  const spike = parseAlertRule({ kind: 'error_spike', threshold: 20, project: 'shop', email: 'dev@example.com', cooldownMinutes: 30 }, ctx);
+  assert.is(publicRule(r).webhook, 'https://hooks.example.com/x');
+  assert.is((publicRule(r) as { secret?: string }).secret, undefined, 'the secret is not shown again');
+  assert.is(publicRule(r, { secret: true }).secret, r.webhook!.secret, 'but once, on creation');
+  const spike = parseAlertRule({ on: 'error_spike', threshold: 20, project: 'shop', email: 'dev@example.com', cooldownMinutes: 30 }, ctx);
   assert.equal([spike.threshold, spike.project, spike.email, spike.cooldownMs], [20, 'shop', ['dev@example.com'], 30 * MIN]);
-  const slow = parseAlertRule({ kind: 'slow_route', threshold: 2000, route: '/checkout', email: ['a@example.com', 'b@example.com'] }, ctx);
+  const slow = parseAlertRule({ on: 'slow_route', threshold: 2000, route: '/checkout', email: ['a@example.com', 'b@example.com'] }, ctx);
   assert.equal([slow.route, slow.email.length], ['/checkout', 2]);
 
-  expect400(() => parseAlertRule({ kind: 'everything', email: 'a@example.com' }, ctx), 'kind');
-  expect400(() => parseAlertRule({ kind: 'new_issue' }, ctx), 'webhookUrl');
-  expect400(() => parseAlertRule({ kind: 'error_spike', email: 'a@example.com' }, ctx), 'threshold');
-  expect400(() => parseAlertRule({ kind: 'new_issue', threshold: 5, email: 'a@example.com' }, ctx), 'threshold');
-  expect400(() => parseAlertRule({ kind: 'new_issue', webhookUrl: 'ftp://x' }, ctx), 'webhookUrl');
-  expect400(() => parseAlertRule({ kind: 'new_issue', email: 'not an address' }, ctx), 'email');
-  expect400(() => parseAlertRule({ kind: 'new_issue', email: 'a@example.com', cooldownMinutes: 0 }, ctx), 'cooldownMinutes');
-  expect400(() => parseAlertRule({ kind: 'new_issue', email: 'a@example.com', route: '/x' }, ctx), 'route');
-  expect400(() => parseAlertRule({ kind: 'new_issue', email: 'a@example.com', owner: 'u2' }, ctx), 'owner');
-  expect400(() => parseAlertRule({ kind: 'new_issue', webhookUrl: 'https://h.example.com', webhookSecret: 'short' }, ctx), 'webhookSecret');
+  expect400(() => parseAlertRule({ on: 'everything', email: 'a@example.com' }, ctx), 'on');
+  expect400(() => parseAlertRule({ on: 'new_issue' }, ctx), 'webhook');
+  expect400(() => parseAlertRule({ on: 'error_spike', email: 'a@example.com' }, ctx), 'threshold');
+  expect400(() => parseAlertRule({ on: 'new_issue', threshold: 5, email: 'a@example.com' }, ctx), 'threshold');
+  expect400(() => parseAlertRule({ on: 'new_issue', webhook: 'ftp://x' }, ctx), 'webhook');
+  expect400(() => parseAlertRule({ on: 'new_issue', email: 'not an address' }, ctx), 'email');
+  expect400(() => parseAlertRule({ on: 'new_issue', email: 'a@example.com', cooldownMinutes: 0 }, ctx), 'cooldownMinutes');
+  expect400(() => parseAlertRule({ on: 'new_issue', email: 'a@example.com', route: '/x' }, ctx), 'route');
+  expect400(() => parseAlertRule({ on: 'new_issue', email: 'a@example.com', owner: 'u2' }, ctx), 'owner');
+  expect400(() => parseAlertRule({ on: 'new_issue', webhook: 'https://h.example.com', secret: 'short' }, ctx), 'secret');
+});
+
+test('patchAlertRule: changes what is given, keeps id, creation time and secret, and checks the whole', () => {
+  const r = parseAlertRule({ on: 'new_issue', webhook: 'https://hooks.example.com/x' }, { userId: 'u1', id: 'r9', now: T0 });
+  const p = patchAlertRule(r, { enabled: false, email: 'dev@example.com' });
+  assert.equal([p.id, p.createdAt, p.enabled, p.email, p.webhook], [r.id, r.createdAt, false, ['dev@example.com'], r.webhook]);
+  const spike = patchAlertRule(r, { on: 'error_spike', threshold: 5 });
+  assert.equal([spike.kind, spike.threshold], ['error_spike', 5]);
+  assert.equal(patchAlertRule(spike, { on: 'regression' }).threshold, null, 'a kind without a threshold drops it');
+  assert.equal(patchAlertRule(p, { webhook: null }).webhook, null);
+  expect400(() => patchAlertRule(r, { webhook: null }), 'webhook');
+  expect400(() => patchAlertRule(r, { cooldownMinutes: 'soon' }), 'cooldownMinutes');
+  expect400(() => patchAlertRule(r, { id: 'other' }), 'id');
 });
 
 test('evaluateTransition: new_issue and regression rules hear their own transition, for their owner and project', () => {
@@ -133,16 +148,16 @@ test('messages: one alert names the issue and links to it; a burst says how many
   const one = notificationOf(rule(), { alerts: [{ kind: 'new_issue', at: T0, issue: { ...issue, version: '1.4.0' } }], count: 1 }, T0, 'n1');
   const r1 = render(one, links);
   assert.is(r1.subject, '[Watchtower] New issue in shop: TypeError: x is undefined at applyCoupon (/assets/app.js)');
-  assert.ok(r1.text.includes(`https://watchtower.example.com/dashboard/issues/${issue.id}`));
-  assert.ok(r1.text.includes('https://watchtower.example.com/dashboard/alerts'));
+  assert.ok(r1.text.includes(`https://watchtower.example.com/issues/?id=${issue.id}`));
+  assert.ok(r1.text.includes('https://watchtower.example.com/alerts/'));
 
   const alerts: Alert[] = Array.from({ length: 3 }, (_, i) => ({ kind: 'new_issue', at: T0, issue: { ...issue, id: `i${i}`, title: `Error ${i}`, version: null } }));
   const burst = notificationOf(rule({ project: 'shop' }), { alerts, count: 12 }, T0, 'n2');
   const r2 = render(burst, links);
   assert.is(r2.subject, '[Watchtower] 12 new issues in shop');
   assert.ok(r2.text.startsWith('12 new issues in shop since the last message'));
-  assert.ok(r2.text.includes('Error 2') && r2.text.includes('/dashboard/issues/i2'));
-  assert.ok(r2.text.includes('…and 9 more: https://watchtower.example.com/dashboard/issues?project=shop'));
+  assert.ok(r2.text.includes('Error 2') && r2.text.includes('/issues/?id=i2'));
+  assert.ok(r2.text.includes('…and 9 more: https://watchtower.example.com/issues/?project=shop'));
 
   const forged = notificationOf(rule(), { alerts: [{ kind: 'new_issue', at: T0, issue: { ...issue, title: 'Error: a\r\nBcc: victim@example.com', version: null } }], count: 1 }, T0, 'n3');
   assert.is(render(forged, links).subject, '[Watchtower] New issue in shop: Error: a Bcc: victim@example.com at applyCoupon (/assets/app.js)', 'client text stays on one line');
@@ -150,7 +165,7 @@ test('messages: one alert names the issue and links to it; a burst says how many
   const body = JSON.parse(webhookBody(burst, links));
   assert.is(body.text, r2.summary, 'Slack shows text');
   assert.equal([body.id, body.kind, body.count, body.rule], ['n2', 'new_issue', 12, { id: 'r1', kind: 'new_issue', project: 'shop' }]);
-  assert.is(body.alerts[0].url, 'https://watchtower.example.com/dashboard/issues/i0');
+  assert.is(body.alerts[0].url, 'https://watchtower.example.com/issues/?id=i0');
   assert.is(body.alerts[0].at, '2026-05-16T12:00:00.000Z');
 });
 
@@ -175,21 +190,23 @@ test('retryDelay: doubles from the base, capped, at most half taken off by jitte
 test('RecentMetrics: errors in the last 5 minutes and the hour before, durations of the last 15 minutes', () => {
   const m = new RecentMetrics();
   let n = 0;
-  const at = (raw: RawEvent, t: number, owner = 'u1') => m.record(normalise(raw, { now: t, owner, newId: () => `m${++n}` }));
-  for (let i = 0; i < 12; i++) at({ type: 'error', appName: 'shop' }, T0 - 30 * MIN);
-  for (let i = 0; i < 3; i++) at({ type: 'error', appName: 'blog' }, T0 - 2 * MIN);
-  at({ type: 'error', appName: 'shop' }, T0);
-  at({ type: 'error', appName: 'shop' }, T0 - 90 * MIN); // too old for both windows
-  at({ type: 'error', appName: 'shop' }, T0, 'u2');
+  // The project is the server's to set (from a project key): given here beside the client's fields.
+  const at = ({ projectId, ...raw }: RawEvent & { projectId?: string }, t: number, owner = 'u1') =>
+    m.record({ ...normalise(raw, { now: t, owner, newId: () => `m${++n}` }), ...(projectId ? { projectId } : {}) });
+  for (let i = 0; i < 12; i++) at({ type: 'error', projectId: 'shop' }, T0 - 30 * MIN);
+  for (let i = 0; i < 3; i++) at({ type: 'error', projectId: 'blog' }, T0 - 2 * MIN);
+  at({ type: 'error', projectId: 'shop' }, T0);
+  at({ type: 'error', projectId: 'shop' }, T0 - 90 * MIN); // too old for both windows
+  at({ type: 'error', projectId: 'shop' }, T0, 'u2');
   at({ type: 'click' }, T0);
   assert.equal(m.errorCounts('u1', 'shop', T0), { last5Minutes: 1, previousHour: 12 });
   assert.equal(m.errorCounts('u1', null, T0), { last5Minutes: 4, previousHour: 12 });
   assert.equal(m.errorCounts('nobody', null, T0), { last5Minutes: 0, previousHour: 0 });
 
-  at({ type: 'pageload', appName: 'shop', route: '/checkout', data: { duration: 3000 } }, T0 - 20 * MIN);
-  at({ type: 'pageload', appName: 'shop', route: '/checkout', data: { duration: 2500 } }, T0 - 5 * MIN);
-  at({ type: 'pageload', appName: 'shop', url: 'https://shop.example.com/?q=1', data: { duration: 800 } }, T0);
-  at({ type: 'pageload', appName: 'shop', route: '/checkout', data: {} }, T0);
+  at({ type: 'pageload', projectId: 'shop', route: '/checkout', data: { duration: 3000 } }, T0 - 20 * MIN);
+  at({ type: 'pageload', projectId: 'shop', route: '/checkout', data: { duration: 2500 } }, T0 - 5 * MIN);
+  at({ type: 'pageload', projectId: 'shop', url: 'https://shop.example.com/?q=1', data: { duration: 800 } }, T0);
+  at({ type: 'pageload', projectId: 'shop', route: '/checkout', data: {} }, T0);
   assert.equal(m.routeDurations('u1', 'shop', T0), { '/checkout': [2500], '/': [800] });
   assert.equal(m.routeDurations('u1', 'blog', T0), {});
 });

@@ -11,7 +11,8 @@ import { AlertEngine } from '../lib/alerts/engine.ts';
 import { dashboardLinks } from '../lib/alerts/message.ts';
 import { RecentMetrics } from '../lib/alerts/recent.ts';
 import { COOLDOWN_MS } from '../lib/alerts/rules.ts';
-import { MemoryIssueStore } from '../lib/issues/memory.ts';
+import { RecordIssueStore } from '../lib/issues/records.ts';
+import { createMemoryRecords } from '../lib/records/memory.ts';
 import { IssueProcessor, processError } from '../lib/issues/processor.ts';
 import { sourceMapNames } from '../lib/issues/sourcemap.ts';
 import { parseStack } from '../lib/issues/stack.ts';
@@ -21,7 +22,11 @@ const T0 = Date.parse('2026-05-16T12:00:00.000Z');
 let app: Bundle;
 let stack = '';
 let n = 0;
-const stored = (raw: RawEvent, at = T0, owner = 'u1') => normalise(raw, { now: at, owner, newId: () => `ev${++n}` });
+/** Issues in a memory record store. */
+const newIssues = () => new RecordIssueStore(createMemoryRecords());
+/** A stored event; `projectId` is the server's to set (from a project key), so it is added after normalise. */
+const stored = ({ projectId, ...raw }: RawEvent & { projectId?: string }, at = T0, owner = 'u1') =>
+  ({ ...normalise(raw, { now: at, owner, newId: () => `ev${++n}` }), ...(projectId ? { projectId } : {}) });
 
 test.before(async () => {
   app = await buildApp('external');
@@ -40,14 +45,14 @@ function uploadedMaps() {
 }
 
 test('processError: grouped by the original frames when the release has a map, by the minified ones otherwise', async () => {
-  const issues = new MemoryIssueStore();
-  const withMap = await processError(stored({ type: 'error', message: 'Uncaught TypeError: coupon FREESHIP is not valid', deployVersion: '1.0.0', appName: 'shop', data: { stack } }), { issues, sourceMaps: uploadedMaps() });
+  const issues = newIssues();
+  const withMap = await processError(stored({ type: 'error', message: 'Uncaught TypeError: coupon FREESHIP is not valid', deployVersion: '1.0.0', projectId: '7', data: { stack } }), { issues, sourceMaps: uploadedMaps() });
   assert.is(withMap.transition, 'new');
   assert.ok(withMap.issue.culprit!.startsWith('applyCoupon ('), withMap.issue.culprit!);
   assert.is(withMap.grouping.components[1], 'frame:applyCoupon@cart.ts');
   assert.equal(await issues.getIssue('u1', withMap.issue.id), withMap.issue, 'stored');
 
-  const noMap = await processError(stored({ type: 'error', message: 'x', deployVersion: '0.9.0', appName: 'shop', data: { stack } }), { issues, sourceMaps: uploadedMaps() });
+  const noMap = await processError(stored({ type: 'error', message: 'x', deployVersion: '0.9.0', projectId: '7', data: { stack } }), { issues, sourceMaps: uploadedMaps() });
   assert.is.not(noMap.issue.id, withMap.issue.id, 'minified frames group apart from the symbolicated ones');
   assert.is(noMap.frames[0].minified, null);
 });
@@ -65,7 +70,7 @@ test('IssueProcessor: events queue without waiting; draining updates issues, met
   await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
   try {
     const url = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
-    const issues = new MemoryIssueStore();
+    const issues = newIssues();
     const metrics = new RecentMetrics();
     const engine = new AlertEngine({
       rules: () => [{ id: 'r1', userId: 'u1', project: null, kind: 'new_issue', threshold: null, route: null, cooldownMs: COOLDOWN_MS, webhook: { url, secret: 'processor-test-secret' }, email: [], enabled: true, createdAt: '' }],
@@ -75,10 +80,10 @@ test('IssueProcessor: events queue without waiting; draining updates issues, met
     const processor = new IssueProcessor({ issues, sourceMaps: uploadedMaps(), onTransition: (c) => engine.push(c), onEvent: (e) => metrics.record(e) });
 
     const batch = [
-      stored({ type: 'error', message: 'Order 12 failed', appName: 'shop' }),
-      stored({ type: 'error', message: 'Order 99 failed', appName: 'shop' }, T0 + 1000),
-      stored({ type: 'pageload', route: '/checkout', appName: 'shop', data: { duration: 1200 } }),
-      stored({ type: 'click', appName: 'shop' }),
+      stored({ type: 'error', message: 'Order 12 failed', projectId: '7' }),
+      stored({ type: 'error', message: 'Order 99 failed', projectId: '7' }, T0 + 1000),
+      stored({ type: 'pageload', route: '/checkout', projectId: '7', data: { duration: 1200 } }),
+      stored({ type: 'click', projectId: '7' }),
     ];
     processor.push(batch);
     assert.is(processor.pending, 3, 'errors and page loads are queued, other events are not');
@@ -86,9 +91,9 @@ test('IssueProcessor: events queue without waiting; draining updates issues, met
     assert.is(processor.pending, 0);
     assert.is(processor.failed, 0);
 
-    const [issue] = await issues.listIssues('u1');
+    const [issue] = await issues.listIssues('u1', T0);
     assert.equal([issue.count, issue.title, issue.substatus], [2, 'Order 99 failed', 'new']);
-    assert.equal(metrics.errorCounts('u1', 'shop', T0 + 1000), { last5Minutes: 2, previousHour: 0 });
+    assert.equal(metrics.errorCounts('u1', '7', T0 + 1000), { last5Minutes: 2, previousHour: 0 });
     assert.equal(metrics.routeDurations('u1', null, T0), { '/checkout': [1200] });
 
     await engine.tick();
@@ -102,11 +107,11 @@ test('IssueProcessor: events queue without waiting; draining updates issues, met
 });
 
 test('IssueProcessor: the queue is bounded, and a failing store is counted without stopping the rest', async () => {
-  const issues = new MemoryIssueStore();
+  const issues = newIssues();
   let fail = true;
   const flaky = {
     getIssue: (owner: string | null, id: string) => (fail ? Promise.reject(new Error('store unavailable')) : issues.getIssue(owner, id)),
-    putIssue: (issue: Parameters<MemoryIssueStore['putIssue']>[0]) => issues.putIssue(issue),
+    putIssue: (issue: Parameters<RecordIssueStore['putIssue']>[0]) => issues.putIssue(issue),
   };
   const errors: unknown[] = [];
   const processor = new IssueProcessor({ issues: flaky, queueLimit: 2, onError: (e) => errors.push(e) });
@@ -118,18 +123,38 @@ test('IssueProcessor: the queue is bounded, and a failing store is counted witho
   fail = false;
   processor.push([stored({ type: 'error', message: 'd' })]);
   await processor.drain();
-  assert.is((await issues.listIssues('u1')).length, 1);
+  assert.is((await issues.listIssues('u1', T0)).length, 1);
 });
 
-test('MemoryIssueStore: bounded per owner, least recently seen forgotten first', async () => {
-  const issues = new MemoryIssueStore(2);
+test('IssueProcessor: one slice groups a burst once, and tells apart errors whose stacks differ', async () => {
+  const issues = newIssues();
+  const processor = new IssueProcessor({ issues });
+  const at = (fn: string) => `TypeError: boom\n    at ${fn} (https://shop.example.com/app.js:1:10)`;
+  processor.push([
+    stored({ type: 'error', message: 'TypeError: boom', data: { stack: at('applyCoupon') } }),
+    stored({ type: 'error', message: 'TypeError: boom', data: { stack: at('applyCoupon') } }, T0 + 1),
+    stored({ type: 'error', message: 'TypeError: boom', data: { stack: at('checkout') } }, T0 + 2),
+    stored({ type: 'error', message: 'TypeError: boom', data: { stack: at('applyCoupon') } }, T0 + 3, 'u2'),
+    stored({ type: 'error', message: 'TypeError: boom', data: { stack: at('applyCoupon'), fingerprint: ['mine'] } }, T0 + 4),
+  ]);
+  await processor.drain();
+  const mine = await issues.listIssues('u1', T0);
+  assert.equal(mine.map((i) => [i.culprit, i.count]).sort(), [['applyCoupon (/app.js)', 1], ['applyCoupon (/app.js)', 2], ['checkout (/app.js)', 1]]);
+  assert.is((await issues.listIssues('u2', T0)).length, 1);
+});
+
+test('RecordIssueStore: bounded per owner, least recently seen deleted first; unowned events have no issues', async () => {
+  const records = createMemoryRecords();
+  const issues = new RecordIssueStore(records, { perOwner: 2 });
   const processed = [];
   for (const [i, message] of ['first bug', 'second bug', 'third bug'].entries()) {
     processed.push(await processError(stored({ type: 'error', message }, T0 + i * 1000), { issues }));
   }
-  assert.is(await issues.getIssue('u1', processed[0].issue.id), null);
-  assert.equal((await issues.listIssues('u1')).map((i) => i.title), ['third bug', 'second bug']);
-  assert.equal(await issues.listIssues('u2'), []);
+  assert.equal((await issues.listIssues('u1', T0)).map((i) => i.title), ['third bug', 'second bug']);
+  assert.is(await issues.getIssue('u1', processed[0].issue.id), null, 'deleted, not only hidden');
+  assert.equal(await issues.listIssues('u2', T0), []);
+  const unowned = await processError({ ...stored({ type: 'error', message: 'nobody' }), user_id: null }, { issues });
+  assert.is(await issues.getIssue(null, unowned.issue.id), null);
 });
 
 test.run();

@@ -5,7 +5,7 @@ import { HttpError } from '../lib/http.ts';
 import { normalise } from '../lib/event.ts';
 import { groupEvent } from '../lib/issues/fingerprint.ts';
 import { addSession, emptySessions, EXACT_SESSIONS } from '../lib/issues/sessions.ts';
-import { applyEvent, DAILY_DAYS, type Issue, type IssueEvent, issueEventOf, issueId, MAX_VERSIONS, parseStatusChange, publicIssue, setStatus } from '../lib/issues/state.ts';
+import { applyEvent, applyEvents, DAILY_DAYS, type Issue, type IssueEvent, issueEventOf, issueId, MAX_VERSIONS, parseStatusChange, publicIssue, setStatus } from '../lib/issues/state.ts';
 import { compareVersions, isLaterVersion } from '../lib/issues/version.ts';
 
 const DAY = 86_400_000;
@@ -170,10 +170,10 @@ test('publicIssue: the session count without the internal sketch', () => {
 });
 
 test('issueEventOf: a stored event and its grouping feed the state machine', () => {
-  const stored = normalise({ type: 'error', message: 'Uncaught TypeError: x is undefined', sessionId: 's9', deployVersion: '3.1.0', appName: 'shop' }, { now: T0, owner: 'u7', newId: () => 'evt-1' });
+  const stored = { ...normalise({ type: 'error', message: 'Uncaught TypeError: x is undefined', sessionId: 's9', deployVersion: '3.1.0' }, { now: T0, owner: 'u7', newId: () => 'evt-1' }), projectId: '42' };
   const grouping = groupEvent(stored);
   const e = issueEventOf(stored, grouping);
-  assert.equal(e, { id: 'evt-1', fingerprint: grouping.fingerprint, title: 'TypeError: x is undefined', culprit: null, owner: 'u7', project: 'shop', sessionId: 's9', version: '3.1.0' });
+  assert.equal(e, { id: 'evt-1', fingerprint: grouping.fingerprint, title: 'TypeError: x is undefined', culprit: null, owner: 'u7', project: '42', sessionId: 's9', version: '3.1.0' });
 });
 
 test('parseStatusChange: the three statuses, a version only with resolved, anything else a 400', () => {
@@ -204,6 +204,31 @@ test('compareVersions: semver precedence, numeric fallback, and unorderable vers
   assert.is(compareVersions('3f9a1c2', 'a1b2c3d'), null);
   assert.ok(isLaterVersion('a1b2c3d', '3f9a1c2'), 'unorderable: later');
   assert.not.ok(isLaterVersion('1.4.0', '1.4.0'));
+});
+
+test('applyEvents: the same issue and transitions as applyEvent one event at a time, and the input left as it was', () => {
+  const T = Date.parse('2026-05-16T12:00:00.000Z');
+  const events: { event: IssueEvent; now: number }[] = [];
+  for (let i = 0; i < 40; i++) events.push({ event: ev({ version: `1.${i % 7}.0`, sessionId: `s${i % 5}` }), now: T + i * 3_600_000 - (i % 3 === 0 ? 7_200_000 : 0) });
+  let folded: Issue | null = null;
+  const one: string[] = [];
+  for (const { event, now } of events) {
+    const r = applyEvent(folded, event, now);
+    folded = r.issue;
+    if (r.transition) one.push(r.transition);
+  }
+  const batch = applyEvents(null, events);
+  assert.equal(batch.issue, folded);
+  assert.equal(batch.transitions.map((t) => t.transition), one);
+
+  // On a resolved issue: one regression, at the event that caused it; the stored issue is untouched.
+  const resolved = setStatus(folded!, { status: 'resolved' }, T + 100 * 3_600_000);
+  const frozen = JSON.stringify(resolved);
+  const later = [0, 1, 2].map((i) => ({ event: ev(), now: T + (101 + i) * 3_600_000 }));
+  const r = applyEvents(resolved, later);
+  assert.equal(r.transitions, [{ transition: 'regression', at: later[0].now }]);
+  assert.equal([r.issue.status, r.issue.substatus, r.issue.count], ['unresolved', 'regressed', 43]);
+  assert.is(JSON.stringify(resolved), frozen);
 });
 
 test.run();

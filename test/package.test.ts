@@ -212,6 +212,16 @@ function registerNode() {
     }
   });
 
+  test('the installed package has the watchtower command (npx watchtower)', async () => {
+    const bin = join(app(), 'node_modules', '.bin', 'watchtower');
+    assert.ok(existsSync(bin), 'npm linked the bin');
+    const help = succeeded(await run(bin, ['--help'], { cwd: app() }), 'watchtower --help');
+    assert.match(help, /watchtower sourcemaps upload --url/);
+    const missing = await run(bin, ['sourcemaps', 'upload', '--url', 'http://127.0.0.1:9', '--project', '7', '--release', '1', 'nowhere'], { cwd: app(), env: { WATCHTOWER_TOKEN: 't' } });
+    assert.is(missing.code, 1);
+    assert.match(missing.stderr, /cannot read nowhere/);
+  });
+
   test('plain node imports the installed package: memory and sqlite stores serve and persist', async () => {
     writeFileSync(join(app(), 'consumer.mjs'), NODE_CONSUMER);
     const out = succeeded(await run(process.execPath, ['consumer.mjs', app()], { cwd: app() }), 'node consumer.mjs');

@@ -117,6 +117,13 @@ export class AlertEngine {
     });
   }
 
+  /** Sends a test notification for a rule now, on each of its channels, outside its cool-down. */
+  sendTest(rule: AlertRule): Notification {
+    const n: Notification = { ...notificationOf(rule, { alerts: [], count: 0 }, this.now()), test: true };
+    this.send(rule, n);
+    return n;
+  }
+
   /** Resolves when every delivery started so far has finished (sent or given up). */
   async idle(): Promise<void> {
     while (this.deliveries.size > 0) await Promise.all(this.deliveries);

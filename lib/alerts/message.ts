@@ -16,6 +16,8 @@ export interface Notification {
   count: number;
   alerts: Alert[];
   createdAt: string;
+  /** A test the rule's owner asked for (POST /api/alerts/:id/test): says so, and stands for no alert. */
+  test?: boolean;
 }
 
 export function notificationOf(rule: AlertRule, batch: Batch, now: number, id: string = crypto.randomUUID()): Notification {
@@ -29,13 +31,13 @@ export interface Links {
   alerts(): string;
 }
 
-/** Dashboard links under the service's public URL: /dashboard/issues/<id>, /dashboard/issues?project=, /dashboard/alerts. */
+/** Page links under the service's public URL: /issues/?id=<id>, /issues/?project=<id>, /alerts/ (README, "Issues"). */
 export function dashboardLinks(publicUrl: string): Links {
   const base = publicUrl.replace(/\/+$/, '');
   return {
-    issue: (id) => `${base}/dashboard/issues/${encodeURIComponent(id)}`,
-    issues: (project) => `${base}/dashboard/issues${project ? `?project=${encodeURIComponent(project)}` : ''}`,
-    alerts: () => `${base}/dashboard/alerts`,
+    issue: (id) => `${base}/issues/?id=${encodeURIComponent(id)}`,
+    issues: (project) => `${base}/issues/${project ? `?project=${encodeURIComponent(project)}` : ''}`,
+    alerts: () => `${base}/alerts/`,
   };
 }
 
@@ -81,6 +83,10 @@ const HEADINGS: Record<AlertKind, [string, string]> = {
 export function render(n: Notification, links: Links): { subject: string; summary: string; text: string } {
   const first = n.alerts[0];
   const [one, many] = HEADINGS[n.kind];
+  if (n.test) {
+    const summary = `Test notification: your ${one.toLowerCase()} alert rule${where(n.project)} reaches this channel. Its alerts will link to ${links.issues(n.project)}`;
+    return { subject: `[Watchtower] Test of your ${one.toLowerCase()} alert rule${where(n.project)}`, summary, text: `${summary}\n\n--\n${one} alert rule ${n.ruleId}. Manage your alerts: ${links.alerts()}\n` };
+  }
   const subject = n.count === 1 && first
     ? `[Watchtower] ${line(first)}`.slice(0, 200)
     : `[Watchtower] ${n.count} ${many}${where(n.project)}`;
@@ -108,5 +114,6 @@ export function webhookBody(n: Notification, links: Links): string {
     count: n.count,
     alerts: n.alerts.map((a) => ({ ...a, at: new Date(a.at).toISOString(), url: link(a, links, n.project) })),
     createdAt: n.createdAt,
+    ...(n.test ? { test: true } : {}),
   });
 }

@@ -14,7 +14,7 @@ export interface AlertRule {
   id: string;
   /** The owner: rules see only this user's issues and events. */
   userId: string;
-  /** Only this project (the events' `appName`); null for all of the user's projects. */
+  /** Only this project (the events' `projectId`); null for all of the user's projects. */
   project: string | null;
   kind: AlertKind;
   /** error_spike: errors in 5 minutes; slow_route: page-load p95 in ms. Null for the issue kinds. */
@@ -42,15 +42,15 @@ export function newWebhookSecret(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-const FIELDS = new Set(['kind', 'project', 'threshold', 'route', 'cooldownMinutes', 'webhookUrl', 'webhookSecret', 'email', 'enabled']);
+const FIELDS = new Set(['on', 'project', 'threshold', 'route', 'cooldownMinutes', 'webhook', 'secret', 'email', 'enabled']);
 const EMAIL = /^[^\s@<>(),;:"]+@[^\s@<>(),;:"]+\.[^\s@<>(),;:"]+$/;
 
 /**
  * Reads a rule from a request body (POST /api/alerts):
- * `{ kind, project?, threshold?, route?, cooldownMinutes?, webhookUrl?, webhookSecret?, email?, enabled? }`.
+ * `{ on, project?, threshold?, route?, cooldownMinutes?, webhook?, secret?, email?, enabled? }`.
  * `threshold` is required for error_spike (errors, ≥ 1) and slow_route (ms, ≥ 1); `email` is one
- * address or a list; at least one of webhookUrl and email. The webhook secret is generated unless
- * given (≥ 16 characters). Anything else is `400 invalid_body` naming the field.
+ * address or a list; `webhook` a URL; at least one of webhook and email. The webhook secret is
+ * generated unless given (≥ 16 characters). Anything else is `400 invalid_body` naming the field.
  */
 export function parseAlertRule(body: unknown, ctx: { userId: string; id: string; now: number }): AlertRule {
   const invalid = (field: string, why: string) => new HttpError(400, 'invalid_body', `Invalid alert rule: "${field}" ${why}`);
@@ -58,8 +58,8 @@ export function parseAlertRule(body: unknown, ctx: { userId: string; id: string;
   const b = body as Record<string, unknown>;
   for (const key of Object.keys(b)) if (!FIELDS.has(key)) throw invalid(key, 'is not a known field');
 
-  if (!ALERT_KINDS.includes(b.kind as AlertKind)) throw invalid('kind', `must be one of ${ALERT_KINDS.join(', ')}`);
-  const kind = b.kind as AlertKind;
+  if (!ALERT_KINDS.includes(b.on as AlertKind)) throw invalid('on', `must be one of ${ALERT_KINDS.join(', ')}`);
+  const kind = b.on as AlertKind;
   const project = optionalString(b.project, 128, () => invalid('project', 'must be a string of 1–128 characters'));
   const route = optionalString(b.route, 512, () => invalid('route', 'must be a path starting with /'));
   if (route !== null && (kind !== 'slow_route' || !route.startsWith('/'))) throw invalid('route', 'must be a path starting with / (slow_route only)');
@@ -84,23 +84,23 @@ export function parseAlertRule(body: unknown, ctx: { userId: string; id: string;
   }
 
   let webhook: WebhookTarget | null = null;
-  if (b.webhookUrl !== undefined && b.webhookUrl !== null) {
-    if (typeof b.webhookUrl !== 'string' || b.webhookUrl.length > 2048 || !isHttpUrl(b.webhookUrl)) throw invalid('webhookUrl', 'must be an http(s) URL');
+  if (b.webhook !== undefined && b.webhook !== null) {
+    if (typeof b.webhook !== 'string' || b.webhook.length > 2048 || !isHttpUrl(b.webhook)) throw invalid('webhook', 'must be an http(s) URL');
     let secret = newWebhookSecret();
-    if (b.webhookSecret !== undefined) {
-      if (typeof b.webhookSecret !== 'string' || b.webhookSecret.length < 16 || b.webhookSecret.length > 256) throw invalid('webhookSecret', 'must be a string of 16–256 characters');
-      secret = b.webhookSecret;
+    if (b.secret !== undefined) {
+      if (typeof b.secret !== 'string' || b.secret.length < 16 || b.secret.length > 256) throw invalid('secret', 'must be a string of 16–256 characters');
+      secret = b.secret;
     }
-    webhook = { url: b.webhookUrl, secret };
-  } else if (b.webhookSecret !== undefined) {
-    throw invalid('webhookSecret', 'needs a webhookUrl');
+    webhook = { url: b.webhook, secret };
+  } else if (b.secret !== undefined) {
+    throw invalid('secret', 'needs a webhook');
   }
 
   const email = b.email === undefined || b.email === null ? [] : Array.isArray(b.email) ? b.email : [b.email];
   if (email.length > MAX_RECIPIENTS || !email.every((a) => typeof a === 'string' && a.length <= 254 && EMAIL.test(a))) {
     throw invalid('email', `must be an e-mail address or a list of at most ${MAX_RECIPIENTS}`);
   }
-  if (webhook === null && email.length === 0) throw invalid('webhookUrl', 'or "email" is required: a rule needs somewhere to send to');
+  if (webhook === null && email.length === 0) throw invalid('webhook', 'or "email" is required: a rule needs somewhere to send to');
   if (b.enabled !== undefined && typeof b.enabled !== 'boolean') throw invalid('enabled', 'must be true or false');
 
   return {
@@ -118,6 +118,32 @@ export function parseAlertRule(body: unknown, ctx: { userId: string; id: string;
   };
 }
 
+/**
+ * A rule changed by a PATCH body (the fields of parseAlertRule, each optional; `null` clears an
+ * optional one). The result is checked as a whole, as a new rule would be; id, owner and creation
+ * time stay, and so does the webhook secret unless a new one is given or the webhook is removed.
+ */
+export function patchAlertRule(rule: AlertRule, body: unknown): AlertRule {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'invalid_body', 'Invalid alert rule: the body must be an object');
+  const current: Record<string, unknown> = {
+    on: rule.kind,
+    project: rule.project,
+    threshold: rule.threshold,
+    route: rule.route,
+    cooldownMinutes: rule.cooldownMs / 60_000,
+    webhook: rule.webhook?.url ?? null,
+    email: rule.email,
+    enabled: rule.enabled,
+  };
+  if (rule.webhook) current.secret = rule.webhook.secret;
+  const merged = { ...current, ...(body as Record<string, unknown>) };
+  if (merged.webhook === null) delete merged.secret;
+  // A kind without a threshold or route drops the old one rather than rejecting it.
+  if (merged.on !== 'error_spike' && merged.on !== 'slow_route' && !('threshold' in body)) merged.threshold = null;
+  if (merged.on !== 'slow_route' && !('route' in body)) merged.route = null;
+  return { ...parseAlertRule(merged, { userId: rule.userId, id: rule.id, now: Date.parse(rule.createdAt) }), createdAt: rule.createdAt };
+}
+
 function optionalString(v: unknown, max: number, fail: () => Error): string | null {
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string' || v === '' || v.length > max) throw fail();
@@ -133,7 +159,19 @@ function isHttpUrl(s: string): boolean {
   }
 }
 
-/** A rule as shown to its owner: the webhook secret is not repeated after creation. */
-export function publicRule(rule: AlertRule): Omit<AlertRule, 'webhook'> & { webhook: { url: string } | null } {
-  return { ...rule, webhook: rule.webhook ? { url: rule.webhook.url } : null };
+/** A rule as its owner sees it (in the request's field names); the webhook secret is shown only once, when the rule is created. */
+export function publicRule(rule: AlertRule, options: { secret?: boolean } = {}) {
+  return {
+    id: rule.id,
+    on: rule.kind,
+    project: rule.project,
+    threshold: rule.threshold,
+    route: rule.route,
+    cooldownMinutes: rule.cooldownMs / 60_000,
+    email: rule.email,
+    webhook: rule.webhook?.url ?? null,
+    ...(options.secret && rule.webhook ? { secret: rule.webhook.secret } : {}),
+    enabled: rule.enabled,
+    createdAt: rule.createdAt,
+  };
 }

@@ -17,7 +17,13 @@ export function fnv1a64(text: string): string {
 export function fnv1a64Parts(text: string): [number, number] {
   let hi = 0xcbf29ce4;
   let lo = 0x84222325;
-  for (const byte of utf8.encode(text)) {
+  // ASCII text (most of it) is its own UTF-8: hashed from the string, without encoding it first.
+  let ascii = true;
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) { ascii = false; break; }
+  const length = ascii ? text.length : 0;
+  const bytes = ascii ? null : utf8.encode(text);
+  for (let i = 0; i < (bytes ? bytes.length : length); i++) {
+    const byte = bytes ? bytes[i] : text.charCodeAt(i);
     lo = (lo ^ byte) >>> 0;
     // h * 0x100000001b3 mod 2^64 = h * 0x1b3 + (h << 40). Products stay below 2^42: exact in doubles.
     const low = lo * 0x1b3;

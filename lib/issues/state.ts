@@ -14,7 +14,7 @@ export interface Issue {
   /** Stable across processes: a hash of owner, project and fingerprint (issueId). */
   id: string;
   fingerprint: string;
-  /** Owner (the events' `user_id`) and project (their `appName`); both may be null. */
+  /** Owner (the events' `user_id`) and project (their `projectId`, set from a project key); both may be null. */
   owner: string | null;
   project: string | null;
   /** Title and culprit of the latest event, so an upload of source maps improves them. */
@@ -32,6 +32,8 @@ export interface Issue {
   /** Events per UTC day, `[YYYY-MM-DD, count]`, oldest first, the last DAILY_DAYS days that had any. */
   daily: [string, number][];
   lastEventId: string;
+  /** The latest events, `[id, receive time]`, newest first, at most RECENT_EVENTS: what an issue page shows. */
+  recentEvents: [string, string][];
   /** When the status last changed by hand, and who resolved it in which version. */
   statusChangedAt: string | null;
   resolvedAt: string | null;
@@ -64,6 +66,7 @@ export interface IssueEvent {
 
 export const DAILY_DAYS = 90;
 export const MAX_VERSIONS = 50;
+export const RECENT_EVENTS = 10;
 
 /** The issue id for an owner, project and fingerprint: 16 hex digits. */
 export const issueId = (owner: string | null, project: string | null, fingerprint: string): string =>
@@ -71,7 +74,7 @@ export const issueId = (owner: string | null, project: string | null, fingerprin
 
 /** A stored event (lib/event.ts) and its grouping (groupEvent) → what applyEvent takes. */
 export function issueEventOf(
-  event: { id: string; user_id: string | null; appName: string | null; sessionId: string | null; deployVersion: string | null },
+  event: { id: string; user_id: string | null; projectId?: string; sessionId: string | null; deployVersion: string | null },
   grouping: { fingerprint: string; title: string; culprit: string | null },
 ): IssueEvent {
   return {
@@ -80,7 +83,7 @@ export function issueEventOf(
     title: grouping.title,
     culprit: grouping.culprit,
     owner: event.user_id,
-    project: event.appName,
+    project: event.projectId ?? null,
     sessionId: event.sessionId,
     version: event.deployVersion,
   };
@@ -98,60 +101,98 @@ export function issueEventOf(
  * Counts, sessions, versions and the daily series grow in every status. Pure: returns a new issue.
  */
 export function applyEvent(issue: Issue | null, event: IssueEvent, now: number): { issue: Issue; transition: Transition | null } {
-  const at = new Date(now).toISOString();
-  if (issue === null) {
-    const created: Issue = {
-      id: issueId(event.owner, event.project, event.fingerprint),
-      fingerprint: event.fingerprint,
-      owner: event.owner,
-      project: event.project,
-      title: event.title,
-      culprit: event.culprit,
-      status: 'unresolved',
-      substatus: 'new',
-      firstSeen: at,
-      lastSeen: at,
-      count: 1,
-      sessions: event.sessionId ? addSession(emptySessions(), event.sessionId) : emptySessions(),
-      versions: event.version ? { first: event.version, last: event.version, seen: [event.version], truncated: false } : { first: null, last: null, seen: [], truncated: false },
-      daily: [[at.slice(0, 10), 1]],
-      lastEventId: event.id,
-      statusChangedAt: null,
-      resolvedAt: null,
-      resolvedInVersion: null,
-      regressedAt: null,
-      regressions: 0,
-    };
-    return { issue: created, transition: 'new' };
+  const { issue: next, transitions } = applyEvents(issue, [{ event, now }]);
+  return { issue: next, transition: transitions[0]?.transition ?? null };
+}
+
+/**
+ * Several events of one issue, in order: the same as applying them one by one with applyEvent, but
+ * on one working copy, so a burst of one bug costs one copy of the issue rather than one per event.
+ * Returns the issue after the last event and each transition with the receive time (ms) of the
+ * event that caused it (at most one `new`, then at most one `regression` per resolve). Pure.
+ */
+export function applyEvents(issue: Issue | null, events: readonly { event: IssueEvent; now: number }[]): { issue: Issue; transitions: { transition: Transition; at: number }[] } {
+  if (events.length === 0) {
+    if (issue === null) throw new TypeError('applyEvents needs an issue or an event');
+    return { issue, transitions: [] };
   }
+  const transitions: { transition: Transition; at: number }[] = [];
+  let i = 0;
+  let next: Issue;
+  if (issue === null) {
+    next = created(events[0].event, new Date(events[0].now).toISOString());
+    transitions.push({ transition: 'new', at: events[0].now });
+    i = 1;
+  } else {
+    // The working copy: every nested value that the steps below change is copied once here.
+    next = {
+      ...issue,
+      versions: { ...issue.versions, seen: [...issue.versions.seen] },
+      daily: issue.daily.map(([d, n]): [string, number] => [d, n]),
+      recentEvents: [...(issue.recentEvents ?? [])],
+    };
+  }
+  for (; i < events.length; i++) {
+    const { event, now } = events[i];
+    if (step(next, event, now)) transitions.push({ transition: 'regression', at: now });
+  }
+  return { issue: next, transitions };
+}
 
-  const latest = at >= issue.lastSeen;
-  const next: Issue = {
-    ...issue,
-    title: latest ? event.title : issue.title,
-    culprit: latest ? event.culprit ?? issue.culprit : issue.culprit,
-    firstSeen: at < issue.firstSeen ? at : issue.firstSeen,
-    lastSeen: latest ? at : issue.lastSeen,
-    lastEventId: latest ? event.id : issue.lastEventId,
-    count: issue.count + 1,
-    sessions: event.sessionId ? addSession(issue.sessions, event.sessionId) : issue.sessions,
-    versions: event.version ? addVersion(issue.versions, event.version, latest) : issue.versions,
-    daily: addDay(issue.daily, at.slice(0, 10)),
+function created(event: IssueEvent, at: string): Issue {
+  return {
+    id: issueId(event.owner, event.project, event.fingerprint),
+    fingerprint: event.fingerprint,
+    owner: event.owner,
+    project: event.project,
+    title: event.title,
+    culprit: event.culprit,
+    status: 'unresolved',
+    substatus: 'new',
+    firstSeen: at,
+    lastSeen: at,
+    count: 1,
+    sessions: event.sessionId ? addSession(emptySessions(), event.sessionId) : emptySessions(),
+    versions: event.version ? { first: event.version, last: event.version, seen: [event.version], truncated: false } : { first: null, last: null, seen: [], truncated: false },
+    daily: [[at.slice(0, 10), 1]],
+    lastEventId: event.id,
+    recentEvents: [[event.id, at]],
+    statusChangedAt: null,
+    resolvedAt: null,
+    resolvedInVersion: null,
+    regressedAt: null,
+    regressions: 0,
   };
+}
 
-  let transition: Transition | null = null;
-  if (issue.status === 'resolved' && regresses(issue, event, now)) {
+/** One event on the working copy (mutated); true when it regressed the issue. */
+function step(next: Issue, event: IssueEvent, now: number): boolean {
+  const at = new Date(now).toISOString();
+  const latest = at >= next.lastSeen;
+  if (latest) {
+    next.title = event.title;
+    next.culprit = event.culprit ?? next.culprit;
+    next.lastSeen = at;
+    next.lastEventId = event.id;
+  }
+  if (at < next.firstSeen) next.firstSeen = at;
+  next.count++;
+  if (event.sessionId) next.sessions = addSession(next.sessions, event.sessionId);
+  if (event.version) addVersion(next.versions, event.version, latest);
+  addDay(next.daily, at.slice(0, 10));
+  addRecent(next.recentEvents, event.id, at);
+
+  if (next.status === 'resolved' && regresses(next, event, now)) {
     next.status = 'unresolved';
     next.substatus = 'regressed';
     next.regressedAt = at;
-    next.regressions = issue.regressions + 1;
+    next.regressions++;
     next.resolvedAt = null;
     next.resolvedInVersion = null;
-    transition = 'regression';
-  } else if (next.status === 'unresolved' && next.substatus === 'new' && seenOnTwoDays(next)) {
-    next.substatus = 'ongoing';
+    return true;
   }
-  return { issue: next, transition };
+  if (next.status === 'unresolved' && next.substatus === 'new' && seenOnTwoDays(next)) next.substatus = 'ongoing';
+  return false;
 }
 
 function regresses(issue: Issue, event: IssueEvent, now: number): boolean {
@@ -161,24 +202,41 @@ function regresses(issue: Issue, event: IssueEvent, now: number): boolean {
 
 const seenOnTwoDays = (i: Issue) => i.firstSeen.slice(0, 10) !== i.lastSeen.slice(0, 10);
 
-function addVersion(v: IssueVersions, version: string, latest: boolean): IssueVersions {
-  const known = v.seen.includes(version);
-  const last = latest ? version : v.last;
-  if (known || v.seen.length >= MAX_VERSIONS) {
-    const truncated = v.truncated || !known;
-    return last === v.last && truncated === v.truncated ? v : { ...v, last, truncated };
+function addVersion(v: IssueVersions, version: string, latest: boolean): void {
+  if (latest) v.last = version;
+  if (v.seen.includes(version)) return;
+  if (v.seen.length >= MAX_VERSIONS) {
+    v.truncated = true;
+    return;
   }
-  return { first: v.first ?? version, last, seen: [...v.seen, version], truncated: v.truncated };
+  v.first ??= version;
+  v.seen.push(version);
 }
 
 /** Adds one event to its day, keeping the series sorted and at most DAILY_DAYS long. */
-function addDay(daily: [string, number][], day: string): [string, number][] {
-  const out = daily.map(([d, n]): [string, number] => (d === day ? [d, n + 1] : [d, n]));
-  if (!daily.some(([d]) => d === day)) {
-    out.push([day, 1]);
-    out.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+function addDay(daily: [string, number][], day: string): void {
+  const last = daily.length - 1;
+  if (last >= 0 && daily[last][0] === day) {
+    daily[last][1]++;
+    return;
   }
-  return out.length > DAILY_DAYS ? out.slice(out.length - DAILY_DAYS) : out;
+  const known = daily.find(([d]) => d === day);
+  if (known) known[1]++;
+  else {
+    daily.push([day, 1]);
+    daily.sort((a, b) => (a[0] < b[0] ? -1 : 1));
+    if (daily.length > DAILY_DAYS) daily.splice(0, daily.length - DAILY_DAYS);
+  }
+}
+
+/** Keeps the RECENT_EVENTS latest events, newest first. */
+function addRecent(recent: [string, string][], id: string, at: string): void {
+  if (recent.length === 0 || at >= recent[0][1]) recent.unshift([id, at]);
+  else {
+    recent.push([id, at]);
+    recent.sort((a, b) => (a[1] < b[1] ? 1 : a[1] > b[1] ? -1 : 0));
+  }
+  if (recent.length > RECENT_EVENTS) recent.length = RECENT_EVENTS;
 }
 
 /** An issue as the API shows it: the session sketch and hashes are internal, only the count is shown. */

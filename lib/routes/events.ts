@@ -33,6 +33,7 @@ async function receive(request: Request, ctx: Context, info: ServeInfo | undefin
   const texts = echo ? events.map((e) => JSON.stringify(e)) : undefined;
   const stored = events.length ? await ctx.store.insert(events, texts) : [];
   ctx.hub.publish(stored);
+  ctx.monitor.push(stored);
   const counts = `{"accepted":${events.length},"rejected":${rejected}`;
   return jsonText(texts ? `${counts},"events":[${texts.join(',')}]}` : counts + '}');
 }

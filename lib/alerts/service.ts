@@ -1,0 +1,217 @@
+// Alert rules and their deliveries in the record store, and the engine that evaluates them.
+//
+// Rules are records of kind 'alert' owned by their user. The engine needs every user's rules, and
+// the record store reads one owner at a time, so one more record lists the owners that have rules;
+// the service keeps all rules in memory (they are few), re-reads them every RULES_REFRESH_MS (rules
+// changed through another instance), and updates them at once when they change through this one.
+// Each rule's recent deliveries are one record of kind 'alert-deliveries', rewritten as they
+// progress, so GET /api/alerts shows them from any instance and after a restart.
+import type { RecordStore } from '../records/types.ts';
+import { HttpError } from '../http.ts';
+import { unref } from '../issues/timer.ts';
+import type { AlertConfig } from './config.ts';
+import type { DeliveryRecord, RetryPolicy } from './delivery.ts';
+import { AlertEngine, type IssueChange, METRICS_EVERY_MS, TICK_MS } from './engine.ts';
+import type { Mailer } from './mailer.ts';
+import { dashboardLinks } from './message.ts';
+import type { AlertMetrics } from './recent.ts';
+import { type AlertRule, parseAlertRule, patchAlertRule, publicRule } from './rules.ts';
+
+export const ALERT_KIND = 'alert';
+export const DELIVERIES_KIND = 'alert-deliveries';
+/** The owners-with-rules list: one record under an owner no signed-in user has. */
+const OWNERS_KIND = 'alert-owners';
+const OWNERS_ID = 'all';
+const SYSTEM_OWNER = 'watchtower:alerts';
+export const RULES_REFRESH_MS = 30_000;
+/** Rules per user. */
+export const MAX_RULES = 100;
+
+export interface AlertServiceOptions {
+  records: RecordStore;
+  config: AlertConfig;
+  /** Without one, e-mail is disabled (no SMTP_URL): deliveries on that channel are logged as failed. */
+  mailer: Mailer | null;
+  metrics?: AlertMetrics | null;
+  fetch?: typeof fetch;
+  retry?: RetryPolicy;
+  webhookTimeoutMs?: number;
+  now: () => number;
+  log: (msg: string) => void;
+  tickMs?: number;
+  metricsMs?: number;
+}
+
+export class AlertService {
+  readonly engine: AlertEngine;
+  private rules = new Map<string, AlertRule>();
+  private loaded: Promise<void> | null = null;
+  /** Counts rule changes made through this instance: a read of all rules begun before one is stale. */
+  private changes = 0;
+  /** Whether the stored delivery logs were read into the engine's log (once, at the first read). */
+  private restored = false;
+  private timer: ReturnType<typeof setInterval> | null = null;
+  /** Delivery-log writes, one rule after another, so a later state never loses to an earlier one. */
+  private writes: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: AlertServiceOptions) {
+    this.engine = new AlertEngine({
+      rules: async () => {
+        await this.load();
+        return [...this.rules.values()];
+      },
+      links: dashboardLinks(options.config.publicUrl),
+      metrics: options.metrics ?? null,
+      mailer: options.mailer,
+      fetch: options.fetch,
+      retry: options.retry,
+      webhookTimeoutMs: options.webhookTimeoutMs,
+      now: options.now,
+      onError: (e) => options.log(`alert evaluation failed: ${e instanceof Error ? e.message : String(e)}`),
+    });
+    this.engine.log.subscribe((record) => this.persist(record));
+  }
+
+  /** Whether the e-mail channel works (SMTP_URL is set). */
+  get emailEnabled(): boolean {
+    return this.options.mailer !== null;
+  }
+
+  /** From the issue processor: O(1). */
+  push(change: IssueChange): void {
+    this.engine.push(change);
+  }
+
+  start(): void {
+    if (this.timer) return;
+    this.engine.start(this.options.tickMs ?? TICK_MS, this.options.metricsMs ?? METRICS_EVERY_MS);
+    this.timer = unref(setInterval(() => {
+      this.loaded = null;
+      this.load().catch((e) => this.options.log(`alert rules could not be read: ${(e as Error).message}`));
+    }, RULES_REFRESH_MS));
+  }
+
+  /** Stops evaluating; deliveries under way finish (idle()), then the mailer is closed. */
+  async stop(): Promise<void> {
+    this.engine.stop();
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.idle();
+    await this.options.mailer?.close?.();
+  }
+
+  /** Resolves once started deliveries have finished and their log is stored. */
+  async idle(): Promise<void> {
+    await this.engine.idle();
+    await this.writes;
+  }
+
+  /** A user's rules with their recent deliveries (newest first). */
+  async list(userId: string) {
+    const records = await this.options.records.list<AlertRule>(ALERT_KIND, userId);
+    const rules = records.map((r) => r.body).sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+    return Promise.all(rules.map(async (rule) => ({ ...publicRule(rule), deliveries: await this.deliveries(rule) })));
+  }
+
+  async create(userId: string, body: unknown) {
+    const rule = parseAlertRule(body, { userId, id: crypto.randomUUID(), now: this.options.now() });
+    await this.checkProject(rule);
+    const existing = await this.options.records.list(ALERT_KIND, userId);
+    if (existing.length >= MAX_RULES) throw new HttpError(409, 'too_many_rules', `A user may have at most ${MAX_RULES} alert rules`);
+    await this.addOwner(userId);
+    await this.options.records.put([{ kind: ALERT_KIND, id: rule.id, userId, body: rule }]);
+    this.rules.set(rule.id, rule);
+    this.changes++;
+    return { ...publicRule(rule, { secret: true }), deliveries: [] };
+  }
+
+  async update(userId: string, id: string, body: unknown) {
+    const rule = await this.get(userId, id);
+    const next = patchAlertRule(rule, body);
+    await this.checkProject(next);
+    await this.options.records.put([{ kind: ALERT_KIND, id, userId, body: next }]);
+    this.rules.set(id, next);
+    this.changes++;
+    const secretChanged = next.webhook !== null && next.webhook.secret !== rule.webhook?.secret;
+    return { ...publicRule(next, { secret: secretChanged }), deliveries: await this.deliveries(next) };
+  }
+
+  async remove(userId: string, id: string): Promise<void> {
+    if (!(await this.options.records.delete(ALERT_KIND, id, userId))) throw notFound(id);
+    await this.options.records.delete(DELIVERIES_KIND, id, userId);
+    this.rules.delete(id);
+    this.changes++;
+    this.engine.log.forget(id);
+  }
+
+  /** Sends a test notification on the rule's channels; answers the notification id. */
+  async test(userId: string, id: string): Promise<{ notificationId: string }> {
+    const rule = await this.get(userId, id);
+    return { notificationId: this.engine.sendTest(rule).id };
+  }
+
+  /** A rule's project must be one of its owner's projects (records of kind 'project'). */
+  private async checkProject(rule: AlertRule): Promise<void> {
+    if (rule.project !== null && !(await this.options.records.get('project', rule.project, rule.userId))) {
+      throw new HttpError(400, 'invalid_body', `Invalid alert rule: "project" ${rule.project} is not one of your projects`);
+    }
+  }
+
+  private async get(userId: string, id: string): Promise<AlertRule> {
+    const record = await this.options.records.get<AlertRule>(ALERT_KIND, id, userId);
+    if (!record) throw notFound(id);
+    return record.body;
+  }
+
+  private async deliveries(rule: AlertRule): Promise<DeliveryRecord[]> {
+    const stored = await this.options.records.get<DeliveryRecord[]>(DELIVERIES_KIND, rule.id, rule.userId);
+    return [...(stored?.body ?? [])].reverse();
+  }
+
+  private persist(record: DeliveryRecord): void {
+    const rule = this.rules.get(record.ruleId);
+    if (!rule) return;
+    const list = this.engine.log.list(record.ruleId);
+    this.writes = this.writes
+      .then(() => this.options.records.put([{ kind: DELIVERIES_KIND, id: rule.id, userId: rule.userId, body: list }]))
+      .catch((e) => this.options.log(`alert deliveries could not be stored: ${(e as Error).message}`));
+  }
+
+  /** Reads every owner's rules, and their delivery logs the first time. */
+  private load(): Promise<void> {
+    return (this.loaded ??= (async () => {
+      const started = this.changes;
+      const owners = await this.options.records.get<string[]>(OWNERS_KIND, OWNERS_ID, SYSTEM_OWNER);
+      const rules = new Map<string, AlertRule>();
+      for (const owner of owners?.body ?? []) {
+        for (const r of await this.options.records.list<AlertRule>(ALERT_KIND, owner)) rules.set(r.id, r.body);
+      }
+      // A rule changed here meanwhile is in this.rules already; the read may predate it.
+      if (this.changes !== started) {
+        this.loaded = null;
+        return;
+      }
+      this.rules = rules;
+      if (!this.restored) {
+        this.restored = true;
+        for (const rule of rules.values()) {
+          if (this.engine.log.list(rule.id).length > 0) continue;
+          const stored = await this.options.records.get<DeliveryRecord[]>(DELIVERIES_KIND, rule.id, rule.userId);
+          if (stored) this.engine.log.restore(stored.body);
+        }
+      }
+    })().catch((e) => {
+      this.loaded = null;
+      throw e;
+    }));
+  }
+
+  private async addOwner(userId: string): Promise<void> {
+    await this.load();
+    const owners = (await this.options.records.get<string[]>(OWNERS_KIND, OWNERS_ID, SYSTEM_OWNER))?.body ?? [];
+    if (owners.includes(userId)) return;
+    await this.options.records.put([{ kind: OWNERS_KIND, id: OWNERS_ID, userId: SYSTEM_OWNER, body: [...owners, userId] }]);
+  }
+}
+
+const notFound = (id: string) => new HttpError(404, 'not_found', `No alert rule ${id}`);

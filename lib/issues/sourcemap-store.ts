@@ -1,0 +1,157 @@
+// Uploaded source maps, kept in the record store: a small record per map (kind 'sourcemap', owned
+// by the project's owner) and the map's text as a blob. The issue processor looks maps up by owner,
+// project, release and file name for every error with a release, so the owner's map records are
+// indexed in memory for a few seconds, and map texts are cached by blob key within a memory bound
+// (a blob key is never reused, so a cached text is never stale).
+import { fnv1a64 } from './hash.ts';
+import type { RecordStore } from '../records/types.ts';
+import { HttpError } from '../http.ts';
+import { MAX_SOURCE_MAP_BYTES, type SourceMapInfo, type SourceMapLookup, sourceMapNames, validateSourceMap } from './sourcemap.ts';
+
+export const SOURCEMAP_KIND = 'sourcemap';
+/** How long an owner's map index is reused before it is read again (uploads through another instance show up after this). */
+export const INDEX_TTL_MS = 10_000;
+/** Map texts kept in memory, in UTF-16 code units (the parsed maps are SourceMapCache's). */
+export const TEXT_CACHE_CHARS = 64 * 1024 * 1024;
+export const MAX_RELEASE = 200;
+export const MAX_URL = 2048;
+
+export interface SourceMapRecord extends SourceMapInfo {
+  id: string;
+  project: string;
+  release: string;
+  /** The minified file's URL as uploaded (`https://cdn.example.com/assets/app-3f9a.js` or `~/assets/app-3f9a.js`). */
+  url: string;
+  /** Names a frame's file is matched against (sourceMapNames): the URL, and `~/path` for any host. */
+  names: string[];
+  uploadedAt: string;
+  /** Where the text is (RecordStore blobs). */
+  blob: string;
+}
+
+export interface SourceMapUpload {
+  release: string;
+  url: string;
+  /** The map as text, bytes or an already parsed object. */
+  map: string | Uint8Array | object;
+}
+
+/** Reads `{ release, url, map }` from a request body; 400 naming the field otherwise. */
+export function parseSourceMapUpload(body: unknown): SourceMapUpload {
+  const invalid = (why: string) => new HttpError(400, 'invalid_body', `Invalid source map upload: ${why}`);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('the body must be an object { release, url, map }');
+  const b = body as Record<string, unknown>;
+  for (const key of Object.keys(b)) if (key !== 'release' && key !== 'url' && key !== 'map') throw invalid(`unknown field "${key}"`);
+  if (typeof b.release !== 'string' || b.release.trim() === '' || b.release.length > MAX_RELEASE) throw invalid(`"release" must be a string of 1–${MAX_RELEASE} characters`);
+  if (typeof b.url !== 'string' || b.url.length > MAX_URL || !/^(?:~\/|https?:\/\/[^/]+\/)\S*$/i.test(b.url)) {
+    throw invalid('"url" must be the minified file\'s http(s) URL, or ~/path to match it on any host');
+  }
+  if (typeof b.map !== 'string' && (typeof b.map !== 'object' || b.map === null || Array.isArray(b.map))) throw invalid('"map" must be the source map, as an object or as its text');
+  return { release: b.release.trim(), url: b.url, map: b.map };
+}
+
+export class SourceMapStore {
+  private index = new Map<string, { at: number; maps: Promise<SourceMapRecord[]> }>();
+  private texts = new Map<string, string>();
+  private textChars = 0;
+
+  constructor(
+    private readonly records: RecordStore,
+    private readonly options: { now?: () => number; maxBytes?: number; textCacheChars?: number } = {},
+  ) {}
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  /**
+   * Stores a map for a project, release and file URL; one uploaded again for the same three
+   * replaces the earlier one. Throws SourceMapError (400/413) for what is not a usable map.
+   */
+  async upload(userId: string, project: string, upload: SourceMapUpload): Promise<SourceMapRecord> {
+    const input = typeof upload.map === 'string' || upload.map instanceof Uint8Array ? upload.map : JSON.stringify(upload.map);
+    const { text, info } = validateSourceMap(input, this.options.maxBytes ?? MAX_SOURCE_MAP_BYTES);
+    const url = upload.url.replace(/[?#].*$/, '');
+    const id = fnv1a64(`${userId}\u0000${project}\u0000${upload.release}\u0000${url}`);
+    const previous = await this.records.get<SourceMapRecord>(SOURCEMAP_KIND, id, userId);
+    const record: SourceMapRecord = {
+      ...info,
+      id,
+      project,
+      release: upload.release,
+      url,
+      names: url.startsWith('~/') ? [url] : sourceMapNames(url),
+      uploadedAt: new Date(this.now()).toISOString(),
+      blob: `sourcemap/${id}/${crypto.randomUUID()}`,
+    };
+    // The blob first: a record never points to a text that is not there.
+    await this.records.putBlob(record.blob, new TextEncoder().encode(text));
+    await this.records.put([{ kind: SOURCEMAP_KIND, id, userId, body: record }]);
+    if (previous) await this.records.deleteBlob(previous.body.blob);
+    this.index.delete(userId);
+    return record;
+  }
+
+  /** A project's maps, newest first. */
+  async list(userId: string, project: string): Promise<SourceMapRecord[]> {
+    const maps = (await this.records.list<SourceMapRecord>(SOURCEMAP_KIND, userId)).map((r) => r.body).filter((m) => m.project === project);
+    return maps.sort((a, b) => (a.uploadedAt < b.uploadedAt ? 1 : a.uploadedAt > b.uploadedAt ? -1 : 0));
+  }
+
+  /** Removes one map of a project; false when the project has no such map. */
+  async delete(userId: string, project: string, id: string): Promise<boolean> {
+    const record = await this.records.get<SourceMapRecord>(SOURCEMAP_KIND, id, userId);
+    if (!record || record.body.project !== project) return false;
+    await this.records.delete(SOURCEMAP_KIND, id, userId);
+    await this.records.deleteBlob(record.body.blob);
+    this.index.delete(userId);
+    return true;
+  }
+
+  /**
+   * The lookup the processor symbolicates an owner's event with. An event of a project uses that
+   * project's maps; an event sent without a project key (no project) may use any of the owner's.
+   */
+  lookup(owner: string | null, project: string | null): SourceMapLookup {
+    return async (release, name) => {
+      if (owner === null) return null;
+      const maps = await this.ownerMaps(owner);
+      const map = maps.find((m) => m.release === release && m.names.includes(name) && (project === null || m.project === project));
+      return map ? this.text(map.blob) : null;
+    };
+  }
+
+  private ownerMaps(owner: string): Promise<SourceMapRecord[]> {
+    const held = this.index.get(owner);
+    if (held && this.now() - held.at < INDEX_TTL_MS) return held.maps;
+    const maps = this.records.list<SourceMapRecord>(SOURCEMAP_KIND, owner).then((rs) => rs.map((r) => r.body));
+    this.index.set(owner, { at: this.now(), maps });
+    maps.catch(() => this.index.delete(owner));
+    // Bounded like the texts: owners whose index has not been used for a while are dropped first.
+    if (this.index.size > 1000) this.index.delete(this.index.keys().next().value!);
+    return maps;
+  }
+
+  private async text(blob: string): Promise<string | null> {
+    const held = this.texts.get(blob);
+    if (held !== undefined) {
+      this.texts.delete(blob);
+      this.texts.set(blob, held);
+      return held;
+    }
+    const bytes = await this.records.getBlob(blob);
+    if (bytes === null) return null;
+    const text = new TextDecoder().decode(bytes);
+    const max = this.options.textCacheChars ?? TEXT_CACHE_CHARS;
+    if (text.length <= max) {
+      this.texts.set(blob, text);
+      this.textChars += text.length;
+      for (const [key, t] of this.texts) {
+        if (this.textChars <= max) break;
+        this.texts.delete(key);
+        this.textChars -= t.length;
+      }
+    }
+    return text;
+  }
+}

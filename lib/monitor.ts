@@ -1,0 +1,102 @@
+// Error monitoring behind the handler: stored events → issues (lib/issues) → alerts (lib/alerts),
+// wired to the record store. Ingestion only pushes stored events onto the processor's bounded
+// queue; grouping, symbolication, issue writes, rule evaluation and deliveries all run on timers
+// off the request path, so a slow record store, webhook or SMTP server never slows ingestion.
+import type { StoredEvent } from './event.ts';
+import type { RecordStore } from './records/types.ts';
+import type { AlertConfig } from './alerts/config.ts';
+import type { RetryPolicy } from './alerts/delivery.ts';
+import type { Mailer } from './alerts/mailer.ts';
+import { RecentMetrics } from './alerts/recent.ts';
+import { AlertService } from './alerts/service.ts';
+import { createSmtpMailer } from './alerts/smtp.ts';
+import { IssueProcessor } from './issues/processor.ts';
+import { RecordIssueStore } from './issues/records.ts';
+import { SourceMapCache } from './issues/sourcemap.ts';
+import { SourceMapStore } from './issues/sourcemap-store.ts';
+
+export interface MonitorOptions {
+  /** Alert settings (lib/alerts/config.ts loadAlertConfig); default: no SMTP, links to http://localhost:3000. */
+  alerts?: AlertConfig;
+  /** How e-mail is sent; default: SMTP through SMTP_URL when set (lib/alerts/smtp.ts), else none. */
+  mailer?: Mailer | null;
+  /** Issues without an event for this many days are deleted (the event store's retention); 0 keeps them. */
+  retentionDays?: number;
+  /** How often queued events are grouped, and alerts evaluated (ms). */
+  processEveryMs?: number;
+  alertTickMs?: number;
+  metricsEveryMs?: number;
+  /** Webhook retries and timeout (lib/alerts/delivery.ts DEFAULT_RETRY, webhook.ts WEBHOOK_TIMEOUT_MS). */
+  retry?: RetryPolicy;
+  webhookTimeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+export interface Monitor {
+  issues: RecordIssueStore;
+  sourceMaps: SourceMapStore;
+  processor: IssueProcessor;
+  alerts: AlertService;
+  /** Ingestion's one call: queue stored events (errors and page loads), never waits. */
+  push(events: readonly StoredEvent[]): void;
+  start(): void;
+  /** Processes what is queued, then evaluates alerts now (tests, shutdown). */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_ALERT_CONFIG: AlertConfig = { smtpUrl: null, alertFrom: null, publicUrl: 'http://localhost:3000' };
+export const PROCESS_EVERY_MS = 500;
+
+export function createMonitor(records: RecordStore, deps: { now: () => number; log: (msg: string) => void }, options: MonitorOptions = {}): Monitor {
+  const config = options.alerts ?? DEFAULT_ALERT_CONFIG;
+  // smtp.ts loads nodemailer only when the first message goes out.
+  const mailer = options.mailer !== undefined ? options.mailer
+    : config.smtpUrl && config.alertFrom ? createSmtpMailer({ url: config.smtpUrl, from: config.alertFrom }) : null;
+  const days = options.retentionDays ?? 0;
+  const issues = new RecordIssueStore(records, { retentionMs: days > 0 ? days * 86_400_000 : undefined });
+  const sourceMaps = new SourceMapStore(records, { now: deps.now });
+  const metrics = new RecentMetrics();
+  const alerts = new AlertService({
+    records,
+    config,
+    mailer,
+    metrics,
+    fetch: options.fetch,
+    retry: options.retry,
+    webhookTimeoutMs: options.webhookTimeoutMs,
+    now: deps.now,
+    log: deps.log,
+    tickMs: options.alertTickMs,
+    metricsMs: options.metricsEveryMs,
+  });
+  const processor = new IssueProcessor({
+    issues,
+    sourceMaps: (owner, project) => sourceMaps.lookup(owner, project),
+    cache: new SourceMapCache(),
+    onTransition: (change) => alerts.push(change),
+    onEvent: (event) => metrics.record(event),
+    onError: (e, event) => deps.log(`issue processing failed for event ${event.id}: ${e instanceof Error ? e.message : String(e)}`),
+  });
+  return {
+    issues,
+    sourceMaps,
+    processor,
+    alerts,
+    push: (events) => processor.push(events),
+    start() {
+      processor.start(options.processEveryMs ?? PROCESS_EVERY_MS);
+      alerts.start();
+    },
+    async flush() {
+      await processor.drain();
+      await alerts.engine.tick();
+    },
+    async close() {
+      processor.stop();
+      await processor.drain().catch(() => {});
+      await alerts.engine.tick().catch(() => {});
+      await alerts.stop();
+    },
+  };
+}

@@ -1,0 +1,199 @@
+// /issues/: the signed-in user's issues (error groups) with status filters, counts, sparklines and
+// versions; /issues/?id=<id>: one issue with its symbolicated stack, original source lines, latest
+// events, and the buttons that resolve (optionally in a version), ignore and reopen it.
+// Every text that came from an event reaches the page through textContent (lib/dom.ts el).
+import type { StoredEvent } from '../../lib/event.ts';
+import type { SymbolicatedFrame } from '../../lib/issues/sourcemap.ts';
+import type { Issue } from '../../lib/issues/state.ts';
+import { byId, el, fmt, formatTime } from './lib/dom.ts';
+import { api } from './lib/session.ts';
+import { problemOf, showFailure, showPage, signedIn } from './lib/shell.ts';
+
+type ShownIssue = Omit<Issue, 'sessions'> & { sessions: { count: number; exact: boolean } };
+type Counts = Record<'unresolved' | 'resolved' | 'ignored' | 'new' | 'ongoing' | 'regressed', number>;
+
+const root = byId('issues');
+const params = new URLSearchParams(location.search);
+
+/** The status shown for an issue: its substatus while unresolved. */
+const statusOf = (i: ShownIssue) => (i.status === 'unresolved' ? i.substatus ?? 'unresolved' : i.status);
+
+function statusTag(i: ShownIssue): HTMLElement {
+  const s = statusOf(i);
+  const text = i.status === 'resolved' && i.resolvedInVersion ? `resolved in ${i.resolvedInVersion}` : s;
+  return el('span', { class: `tag tag-status-${s}`, text, attrs: { 'data-status': s } });
+}
+
+/** Events per day over the last `days` days as a small bar chart (SVG, built node by node). */
+function sparkline(daily: [string, number][], days = 14): SVGSVGElement {
+  const ns = 'http://www.w3.org/2000/svg';
+  const counts = new Map(daily);
+  const values: number[] = [];
+  const today = Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate());
+  for (let d = days - 1; d >= 0; d--) values.push(counts.get(new Date(today - d * 86_400_000).toISOString().slice(0, 10)) ?? 0);
+  const max = Math.max(1, ...values);
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('class', 'sparkline');
+  svg.setAttribute('viewBox', `0 0 ${days * 4} 20`);
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', `Events per day, last ${days} days: ${values.join(', ')}`);
+  values.forEach((v, i) => {
+    const h = v === 0 ? 0.5 : Math.max(2, (v / max) * 20);
+    const bar = document.createElementNS(ns, 'rect');
+    bar.setAttribute('x', String(i * 4));
+    bar.setAttribute('y', String(20 - h));
+    bar.setAttribute('width', '3');
+    bar.setAttribute('height', String(h));
+    svg.append(bar);
+  });
+  return svg;
+}
+
+const versionsText = (i: ShownIssue) =>
+  i.versions.first === null ? '—' : i.versions.first === i.versions.last ? i.versions.first : `${i.versions.first} → ${i.versions.last}`;
+
+async function showList(): Promise<void> {
+  const status = params.get('status') ?? 'unresolved';
+  const query = new URLSearchParams();
+  if (status !== 'all') query.set('status', status);
+  for (const name of ['sort', 'version', 'project']) {
+    const v = params.get(name);
+    if (v) query.set(name, v);
+  }
+  const r = await api(`/api/issues?${query}`);
+  if (!r.ok) throw new Error(await problemOf(r));
+  const { issues, counts } = (await r.json()) as { issues: ShownIssue[]; counts: Counts };
+
+  const link = (changes: Record<string, string | null>) => {
+    const next = new URLSearchParams(params);
+    for (const [k, v] of Object.entries(changes)) (v === null ? next.delete(k) : next.set(k, v));
+    return `?${next}`;
+  };
+  const tabs = el('nav', { class: 'tabs', attrs: { 'aria-label': 'Status' } },
+    ...([['unresolved', 'Unresolved'], ['regressed', 'Regressed'], ['resolved', 'Resolved'], ['ignored', 'Ignored'], ['all', 'All']] as const).map(([value, label]) => {
+      const n = value === 'all' ? counts.unresolved + counts.resolved + counts.ignored : counts[value];
+      return el('a', { class: 'tab', text: `${label} (${fmt.format(n)})`, attrs: { href: link({ status: value }), ...(value === status ? { 'aria-current': 'true' } : {}), 'data-status-filter': value } });
+    }));
+  const sort = el('select', { attrs: { 'aria-label': 'Sort', name: 'sort' } },
+    ...([['last', 'Last seen'], ['first', 'First seen'], ['count', 'Events']] as const).map(([v, t]) =>
+      el('option', { text: t, attrs: { value: v, ...((params.get('sort') ?? 'last') === v ? { selected: '' } : {}) } })));
+  sort.addEventListener('change', () => location.assign(link({ sort: sort.value })));
+  const version = el('input', { attrs: { name: 'version', placeholder: 'Any version', 'aria-label': 'Version', value: params.get('version') ?? '' } });
+  version.addEventListener('change', () => location.assign(link({ version: version.value.trim() || null })));
+
+  const rows = issues.map((i) =>
+    el('tr', { attrs: { 'data-issue': i.id } },
+      el('th', { attrs: { scope: 'row' } },
+        el('a', { class: 'issue-title', text: i.title, attrs: { href: `?id=${encodeURIComponent(i.id)}` } }),
+        el('div', { class: 'err-meta', text: i.culprit ?? '' })),
+      el('td', {}, statusTag(i)),
+      el('td', {}, sparkline(i.daily)),
+      el('td', { class: 'num', text: fmt.format(i.count), attrs: { 'data-count': '' } }),
+      el('td', { class: 'num', text: `${fmt.format(i.sessions.count)}${i.sessions.exact ? '' : '≈'}` }),
+      el('td', { text: versionsText(i) }),
+      el('td', { text: formatTime(i.lastSeen) })));
+  root.replaceChildren(
+    el('h1', { text: 'Issues' }),
+    el('section', { class: 'filters', attrs: { 'aria-label': 'Filters' } }, tabs,
+      el('label', {}, el('span', { text: 'Sort' }), sort),
+      el('label', {}, el('span', { text: 'Version' }), version)),
+    el('section', { class: 'panel' },
+      issues.length === 0
+        ? el('p', { class: 'empty', text: status === 'unresolved' ? 'No unresolved issues.' : 'No issues here.' })
+        : el('div', { class: 'table-wrap' }, el('table', { class: 'issues-table' },
+            el('thead', {}, el('tr', {}, ...['Issue', 'Status', 'Last 14 days', 'Events', 'Sessions', 'Versions', 'Last seen'].map((h) => el('th', { text: h, attrs: { scope: 'col' } })))),
+            el('tbody', {}, ...rows)))));
+}
+
+async function showIssue(id: string): Promise<void> {
+  const r = await api(`/api/issues/${encodeURIComponent(id)}`);
+  if (r.status === 404) {
+    root.replaceChildren(el('p', { class: 'problem', text: 'No such issue.' }), el('a', { text: 'All issues', attrs: { href: '/issues/' } }));
+    return;
+  }
+  if (!r.ok) throw new Error(await problemOf(r));
+  const { issue, frames, events } = (await r.json()) as { issue: ShownIssue; latestEvent: StoredEvent | null; frames: SymbolicatedFrame[]; events: StoredEvent[] };
+
+  const notice = el('p', { class: 'problem', attrs: { role: 'alert' } });
+  notice.hidden = true;
+  const change = async (body: Record<string, unknown>) => {
+    const res = await api(`/api/issues/${encodeURIComponent(id)}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    if (!res.ok) {
+      notice.textContent = `The issue could not be changed: ${await problemOf(res)}`;
+      notice.hidden = false;
+      return;
+    }
+    await showIssue(id);
+  };
+  const button = (text: string, action: string, body: Record<string, unknown>, primary = false) => {
+    const b = el('button', { text, class: primary ? 'primary' : undefined, attrs: { type: 'button', 'data-action': action } });
+    b.addEventListener('click', () => void change(body));
+    return b;
+  };
+  const inVersion = el('input', { attrs: { name: 'resolvedInVersion', placeholder: issue.versions.last ?? '1.4.1', 'aria-label': 'Resolved in version', size: '10' } });
+  const resolveInVersion = el('button', { text: 'Resolve in version', attrs: { type: 'button', 'data-action': 'resolve-in-version' } });
+  resolveInVersion.addEventListener('click', () => void change({ status: 'resolved', resolvedInVersion: inVersion.value.trim() || issue.versions.last }));
+  const actions = issue.status === 'unresolved'
+    ? [button('Resolve', 'resolve', { status: 'resolved' }, true), el('span', { class: 'inline' }, inVersion, resolveInVersion), button('Ignore', 'ignore', { status: 'ignored' })]
+    : [button('Reopen', 'reopen', { status: 'unresolved' }, true)];
+
+  const facts: [string, string][] = [
+    ['Events', fmt.format(issue.count)],
+    ['Sessions', `${fmt.format(issue.sessions.count)}${issue.sessions.exact ? '' : ' (estimate)'}`],
+    ['First seen', formatTime(issue.firstSeen)],
+    ['Last seen', formatTime(issue.lastSeen)],
+    ['Versions', issue.versions.seen.length ? issue.versions.seen.join(', ') + (issue.versions.truncated ? ', …' : '') : '—'],
+    ['Project', issue.project ?? '—'],
+  ];
+  if (issue.regressions > 0) facts.push(['Regressions', `${issue.regressions} (last ${formatTime(issue.regressedAt)})`]);
+
+  root.replaceChildren(
+    el('p', {}, el('a', { text: '← All issues', attrs: { href: '/issues/' } })),
+    el('h1', { class: 'issue-title', text: issue.title }),
+    el('p', { class: 'err-meta', text: issue.culprit ?? '' }),
+    notice,
+    el('section', { class: 'issue-actions', attrs: { 'aria-label': 'Status' } }, statusTag(issue), ...actions),
+    el('section', { class: 'panel' }, el('dl', { class: 'facts' }, ...facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })])), sparkline(issue.daily, 30)),
+    el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-stack' } },
+      el('h2', { text: 'Stack trace (latest event)', attrs: { id: 'h-stack' } }),
+      frames.length ? el('ol', { class: 'frames' }, ...frames.map(frameItem)) : el('p', { class: 'empty', text: 'The latest event has no stack trace, or it is no longer stored.' })),
+    el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-events' } },
+      el('h2', { text: 'Latest events', attrs: { id: 'h-events' } }),
+      events.length
+        ? el('div', { class: 'table-wrap' }, el('table', {},
+            el('thead', {}, el('tr', {}, ...['Received', 'Message', 'Version', 'Session', 'Page'].map((h) => el('th', { text: h, attrs: { scope: 'col' } })))),
+            el('tbody', {}, ...events.map((e) => el('tr', { attrs: { 'data-event': e.id } },
+              el('td', { text: formatTime(e.receivedAt) }),
+              el('td', { class: 'details', text: e.message ?? '' }),
+              el('td', { text: e.deployVersion ?? '—' }),
+              el('td', { text: e.sessionId ?? '—' }),
+              el('td', { class: 'details', text: e.url ?? '' }))))))
+        : el('p', { class: 'empty', text: 'No events of this issue are stored any more.' })));
+}
+
+function frameItem(f: SymbolicatedFrame): HTMLElement {
+  const where = `${f.file ?? '?'}${f.line !== null ? `:${f.line}` : ''}${f.column !== null ? `:${f.column}` : ''}`;
+  const head = el('div', { class: 'frame-head' },
+    el('code', { class: 'frame-fn', text: f.function ?? '(anonymous)' }), ' ',
+    el('span', { class: 'frame-file', text: where }),
+    f.inApp ? null : el('span', { class: 'tag', text: 'library' }));
+  const parts: (Node | null)[] = [head];
+  if (f.context) {
+    const first = (f.line ?? 1) - f.context.pre.length;
+    const lines = [...f.context.pre, f.context.line, ...f.context.post];
+    parts.push(el('pre', { class: 'source' }, ...lines.map((text, i) =>
+      el('span', { class: first + i === f.line ? 'src-line current' : 'src-line', attrs: { 'data-line': String(first + i) } },
+        el('span', { class: 'src-no', text: String(first + i).padStart(4) }), ` ${text}\n`))));
+  }
+  if (f.minified) {
+    const m = f.minified;
+    parts.push(el('p', { class: 'err-meta frame-minified', text: `minified: ${m.function ?? '(anonymous)'} at ${m.file ?? '?'}:${m.line ?? '?'}:${m.column ?? '?'}` }));
+  }
+  return el('li', { class: f.inApp ? 'frame in-app' : 'frame' }, ...parts);
+}
+
+// Last, once every declaration above is initialised (the module awaits at its top level).
+if (await signedIn()) {
+  const id = params.get('id');
+  await (id ? showIssue(id) : showList()).then(showPage, (err) => showFailure('Issues', err));
+}

@@ -1,0 +1,221 @@
+// The Issues and Alerts pages in headless Chromium against the handler served on 127.0.0.1:
+// hostile event text stays text, the list filters by status, an issue shows its symbolicated stack
+// with original source lines, resolve and reopen work, and an alert rule is created, tested against
+// a real webhook receiver (its delivery shown) and deleted.
+import { spawnSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { createHandler, type FetchHandler } from '../lib/handler.ts';
+import { toNodeListener } from '../lib/adapter/node.ts';
+import { createMemoryRecords } from '../lib/records/memory.ts';
+import { createMemoryStore } from '../lib/store/memory.ts';
+import { runtimeFiles } from './helpers/app.ts';
+import { type Bundle, buildApp, lineOf } from './helpers/bundle.ts';
+import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
+import { ROOT } from './helpers/server.ts';
+
+declare const Deno: unknown;
+
+const DEV_CONFIG = `window.WATCHTOWER_CONFIG = ${JSON.stringify({ mode: 'dev', issuer: '', clientId: '', publishableKey: '', scope: '' })};`;
+const HOSTILE = `<img src=x onerror="window.__pwned=1">"'&<script>window.__pwned=2</script>`;
+
+if (browserSuiteRuns('Issues and Alerts page tests')) register();
+
+function register() {
+  let handler: FetchHandler;
+  let server: Server;
+  let hookServer: Server;
+  let base = '';
+  let hookUrl = '';
+  const hooks: string[] = [];
+  let browser: Browser;
+  let context: BrowserContext;
+  let bundle: Bundle;
+  const problems: string[] = [];
+
+  const api = (path: string, init: { method?: string; body?: unknown; user?: string } = {}) =>
+    handler(new Request(base + path, {
+      method: init.method ?? 'GET',
+      headers: { 'x-idp-user-id': init.user ?? 'pat', 'content-type': 'application/json' },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    }));
+
+  test.before(async () => {
+    // The test's own build of the page bundles, so it never runs against stale files.
+    const node = typeof Deno !== 'undefined' ? 'node' : process.execPath;
+    const built = spawnSync(node, ['scripts/build-pages.mjs', '--skip-config'], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    if (built.status !== 0) throw new Error(`build-pages failed: ${built.stderr || built.stdout}`);
+
+    const records = createMemoryRecords();
+    await records.put([{ kind: 'project', id: '7', userId: 'pat', body: { name: 'shop' } }]);
+    handler = createHandler({ store: createMemoryStore(), records, files: runtimeFiles, log: () => {}, monitoring: { processEveryMs: 50, alertTickMs: 50 } });
+    server = createServer(toNodeListener(handler));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    hookServer = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        hooks.push(body);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => hookServer.listen(0, '127.0.0.1', resolve));
+    hookUrl = `http://127.0.0.1:${(hookServer.address() as AddressInfo).port}/hook`;
+
+    // An esbuild bundle's real error, as served from https://shop.example.com/assets/, with its map uploaded.
+    bundle = await buildApp('external');
+    let stack = '';
+    try {
+      (await import(pathToFileURL(`${bundle.dir}/${bundle.script}`).href)).onBuyClick();
+    } catch (e) {
+      stack = ((e as Error).stack ?? '').replaceAll(pathToFileURL(`${bundle.dir}/`).href, 'https://shop.example.com/assets/');
+    }
+    assert.is((await api('/api/projects/7/sourcemaps', { method: 'POST', body: { release: '3.0.0', url: `~/assets/${bundle.script}`, map: bundle.map } })).status, 201);
+    const events = [
+      { type: 'error', message: 'Uncaught TypeError: coupon FREESHIP is not valid for a total of 14', deployVersion: '3.0.0', sessionId: 's1', data: { stack } },
+      { type: 'error', message: HOSTILE, deployVersion: '3.0.0', sessionId: 's2' },
+      { type: 'error', message: HOSTILE, deployVersion: '3.0.1', sessionId: 's3' },
+    ];
+    assert.is((await api('/api/events', { method: 'POST', body: { events } })).status, 200);
+    await handler.monitor.flush();
+
+    browser = await launchChromium();
+    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    context.setDefaultTimeout(10_000);
+    await context.route('**/assets/config.js', (route) => route.fulfill({ status: 200, contentType: 'application/javascript', body: DEV_CONFIG }));
+    // Signed in (development mode) on the service's pages; about:blank has no storage to write.
+    await context.addInitScript(() => {
+      if (location.protocol === 'http:') localStorage.setItem('service_idp_user_id', 'pat');
+    });
+    context.on('page', (page: Page) => {
+      page.on('pageerror', (err) => problems.push(`page error on ${page.url()}: ${err.message}`));
+      page.on('dialog', (d) => {
+        problems.push(`unexpected dialog: ${d.message()}`);
+        void d.dismiss();
+      });
+      page.on('response', (r) => {
+        if (r.status() >= 400) problems.push(`${r.status()} for ${r.url()}`);
+      });
+    });
+  });
+
+  test.after(async () => {
+    await browser?.close().catch(() => {});
+    await handler?.close();
+    for (const s of [server, hookServer]) {
+      s?.closeAllConnections();
+      await new Promise((resolve) => (s ? s.close(resolve) : resolve(undefined)));
+    }
+    bundle?.remove();
+  });
+
+  const noProblems = () => assert.equal(problems.splice(0), []);
+
+  test('the dashboard links to Issues and Alerts', async () => {
+    const page = await context.newPage();
+    await page.goto(`${base}/dashboard`);
+    await page.waitForSelector('#app:not([hidden])');
+    assert.ok(await page.locator('nav a[href="/issues/"]').isVisible());
+    assert.ok(await page.locator('nav a[href="/alerts/"]').isVisible());
+    await page.close();
+    noProblems();
+  });
+
+  test('Issues: the list with counts, sparklines and versions; hostile messages stay text', async () => {
+    const page = await context.newPage();
+    await page.goto(`${base}/issues/`);
+    await page.waitForSelector('#app:not([hidden]) tr[data-issue]').catch(async (e) => {
+      throw new Error(`${e.message}\n${problems.join('\n')}\n${await page.locator('body').innerText()}`);
+    });
+    const rows = page.locator('tr[data-issue]');
+    assert.is(await rows.count(), 2);
+    const hostile = rows.filter({ hasText: 'onerror' });
+    assert.is(await hostile.locator('.issue-title').textContent(), HOSTILE);
+    assert.is(await hostile.locator('[data-count]').textContent(), '2');
+    assert.ok((await hostile.textContent())!.includes('3.0.0 → 3.0.1'));
+    assert.is(await page.locator('#issues img, #issues script').count(), 0, 'no element came from event text');
+    assert.is(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+    assert.is(await page.locator('svg.sparkline').count(), 2);
+    assert.is(await page.locator('[data-status-filter="unresolved"]').textContent(), 'Unresolved (2)');
+    await page.close();
+    noProblems();
+  });
+
+  test('Issues: the symbolicated stack with source lines; resolve, then the list filters; reopen', async () => {
+    const page = await context.newPage();
+    await page.goto(`${base}/issues/`);
+    await page.click('tr[data-issue] a:has-text("coupon FREESHIP")');
+    await page.waitForSelector('ol.frames');
+    const top = page.locator('li.frame').first();
+    assert.is(await top.locator('.frame-fn').textContent(), 'applyCoupon');
+    assert.match((await top.locator('.frame-file').textContent())!, new RegExp(`sourcemap-app/cart\\.ts:${lineOf('cart.ts', 'throw new TypeError')}:`));
+    assert.match((await top.locator('.src-line.current').textContent())!, /throw new TypeError/);
+    assert.match((await top.locator('.frame-minified').textContent())!, new RegExp(`minified: .* at https://shop\\.example\\.com/assets/${bundle.script.replace('.', '\\.')}:1:`));
+    assert.is(await page.locator('tr[data-event]').count(), 1);
+
+    await page.click('[data-action="resolve"]');
+    await page.waitForSelector('[data-action="reopen"]');
+    assert.is(await page.locator('.issue-actions [data-status]').getAttribute('data-status'), 'resolved');
+
+    await page.goto(`${base}/issues/`);
+    await page.waitForSelector('tr[data-issue]');
+    assert.is(await page.locator('tr[data-issue]').count(), 1, 'the resolved issue left the unresolved list');
+    assert.is(await page.locator('[data-status-filter="resolved"]').textContent(), 'Resolved (1)');
+    await page.click('[data-status-filter="resolved"]');
+    await page.waitForURL(/status=resolved/);
+    await page.click('tr[data-issue] a');
+    await page.click('[data-action="reopen"]');
+    await page.waitForSelector('[data-action="resolve"]');
+    assert.is(await page.locator('.issue-actions [data-status]').getAttribute('data-status'), 'new');
+
+    await page.fill('input[name="resolvedInVersion"]', '3.0.5');
+    await page.click('[data-action="resolve-in-version"]');
+    await page.waitForSelector('[data-action="reopen"]');
+    assert.is(await page.locator('.issue-actions [data-status]').textContent(), 'resolved in 3.0.5');
+    await page.close();
+    noProblems();
+  });
+
+  test('Alerts: e-mail shown disabled; create a rule, send a test to a real webhook, see the delivery, delete it', async () => {
+    const page = await context.newPage();
+    await page.goto(`${base}/alerts/`);
+    await page.waitForSelector('#app:not([hidden])');
+    assert.is(await page.locator('[data-email-channel]').getAttribute('data-email-channel'), 'disabled');
+    assert.match((await page.locator('[data-email-channel]').textContent())!, /E-mail is disabled/);
+
+    await page.selectOption('select[name="on"]', 'error_spike');
+    assert.ok(await page.locator('input[name="threshold"]').isVisible());
+    await page.fill('input[name="threshold"]', '25');
+    await page.fill('input[name="webhook"]', hookUrl);
+    await page.fill('input[name="project"]', '7');
+    await page.click('.alert-form button[type="submit"]');
+    await page.waitForSelector('section[data-rule]');
+    assert.match((await page.locator('.dev-badge').textContent())!, /secret \(shown only now\): [0-9a-f]{64}/);
+    assert.match((await page.locator('section[data-rule] h3').textContent())!, /An error spike, more than 25 errors in 5 minutes in project 7/);
+
+    await page.click('section[data-rule] [data-action="test"]');
+    await page.waitForSelector('[data-delivery-status="sent"]');
+    assert.is(hooks.length, 1);
+    assert.is(JSON.parse(hooks[0]).test, true);
+
+    // A rule the service refuses says why.
+    await page.selectOption('select[name="on"]', 'new_issue');
+    await page.click('.alert-form button[type="submit"]');
+    await page.waitForSelector('.problem:not([hidden])');
+    assert.match((await page.locator('#alerts > .problem').textContent())!, /could not be created: .*"webhook" or "email" is required/);
+    problems.splice(0); // the 400 of that refusal is expected
+
+    await page.click('section[data-rule] [data-action="delete"]');
+    await page.waitForSelector('text=No rules yet.');
+    assert.equal((await (await api('/api/alerts')).json()).alerts, []);
+    await page.close();
+    noProblems();
+  });
+}
+
+test.run();
