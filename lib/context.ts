@@ -2,6 +2,7 @@
 import type { Authenticator } from './auth.ts';
 import type { Hub } from './hub.ts';
 import type { RecordStore } from './records/types.ts';
+import type { Projects } from './projects.ts';
 import type { Store } from './store/types.ts';
 import type { RateLimiter } from './ratelimit.ts';
 import type { FileAccess } from './static.ts';
@@ -10,7 +11,11 @@ import { HttpError, unauthorized, type JsonReply } from './http.ts';
 export interface Context {
   store: Store;
   records: RecordStore;
+  /** The users' projects, kept in `records` (README "Projects"). */
+  projects: Projects;
   auth: Authenticator;
+  /** Header-trust development mode: an event's own userId may name its owner (docs/api.md#ownership). */
+  trustEventUserId: boolean;
   hub: Hub;
   now: () => number;
   log: (msg: string) => void;
@@ -66,4 +71,16 @@ export async function requireIdentity(ctx: Context, request: Request): Promise<{
     throw new HttpError(503, 'idp_unavailable', 'Identity provider keys are unavailable; try again shortly', { 'retry-after': '5' });
   }
   throw unauthorized();
+}
+
+/**
+ * The `project` query parameter of a read (`GET /api/events`, `/api/stats`, the export): a project
+ * the user owns, else 404 project_not_found; undefined when absent.
+ */
+export async function ownProject(ctx: Context, userId: string, params: URLSearchParams): Promise<string | undefined> {
+  const id = params.get('project');
+  if (id === null || id === '') return undefined;
+  if (!/^\d{1,20}$/.test(id)) throw new HttpError(400, 'invalid_query', 'Query parameter "project" must be a project id (digits)');
+  await ctx.projects.get(userId, id);
+  return id;
 }

@@ -428,13 +428,25 @@ function register() {
     const second = uid('di');
     const a = await providerSignIn(first);
     const b = await providerSignIn(second);
+    // Forged ownership: naming the first user, without their token or a key, from any Origin (the
+    // service's own included), lands on nobody's dashboard; it is stored unowned.
+    for (const origin of [p.server.url, 'https://elsewhere.example', null]) {
+      const forged = await fetch(p.server.url + '/api/events', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(origin ? { origin } : {}) },
+        body: JSON.stringify({ events: [{ type: 'forged', userId: first, message: 'not from the first user' }] }),
+      });
+      assert.is(forged.status, 200);
+    }
     const post = await fetch(p.server.url + '/api/events', {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ events: [{ type: 'error', userId: first, message: 'first user only' }] }),
+      headers: { 'content-type': 'application/json', authorization: a.bearer },
+      body: JSON.stringify({ events: [{ type: 'error', message: 'first user only' }] }),
     });
     assert.is(post.status, 200);
     await a.page.locator('.feed-item[data-type=error]').waitFor({ timeout: 5_000 });
+    const own = await fetch(p.server.url + '/api/events', { headers: { authorization: a.bearer } });
+    assert.equal(((await own.json()) as { events: { type: string }[] }).events.map((e) => e.type), ['error'], 'the forged events reached nobody');
     await b.page.waitForTimeout(500);
     assert.is(await b.page.locator('.feed-item').count(), 0);
     await b.page.reload();
