@@ -412,10 +412,14 @@ function register() {
     assert.is((await fetch(p.server.url + '/api/stats', { headers: { authorization: bearer } })).status, 200);
     assert.is((await fetch(p.server.url + '/api/stats', { headers: { 'x-idp-user-id': login } })).status, 401);
 
-    // The demo app tags events with the signed-in id; they arrive live and after a reload.
-    const demo = await page.context().newPage();
-    await demo.goto(p.server.url + '/demo/');
+    // The demo app sends the signed-in user's access token with its events (its userId field alone
+    // would claim nothing); they arrive live and after a reload. Opened from the dashboard, the tab
+    // gets a copy of the dashboard's sessionStorage, where the tokens are.
+    const [demo] = await Promise.all([page.context().waitForEvent('page'), page.evaluate(() => void window.open('/demo/'))]);
+    await demo.waitForLoadState();
+    const sent = demo.waitForRequest((r) => r.url() === p.server.url + '/api/events' && r.method() === 'POST');
     await demo.locator('#demo-custom').click();
+    assert.is((await (await sent).allHeaders()).authorization, bearer, 'the batch carries the token');
     await page.locator('.feed-item[data-type=custom]').waitFor({ timeout: 5_000 });
     await page.reload();
     await page.locator('.panel-types li[data-type=custom]').waitFor();
