@@ -354,6 +354,51 @@ function register() {
     noProblems();
   });
 
+  test('/projects/: create a project, copy its script tag and DSN, rename, rotate the key, delete; pages send CSP and nosniff', async () => {
+    const ctx = await newContext();
+    const user = uid('proj');
+    const dash = await signIn(ctx, user);
+    const page = await ctx.newPage();
+    const first = await page.goto(url('/projects/'));
+    const headers = first!.headers();
+    assert.match(headers['content-security-policy'] ?? '', /script-src 'self'.*frame-ancestors 'none'/);
+    assert.is(headers['x-content-type-options'], 'nosniff');
+    assert.ok(headers['referrer-policy']);
+    await page.locator('#app').waitFor({ state: 'visible' });
+    await page.locator('#create input[name=name]').fill('Shop');
+    await page.locator('#create input[name=origins]').fill('https://shop.example');
+    await page.locator('#create button[type=submit]').click();
+    const card = page.locator('[data-project]');
+    await card.waitFor();
+    const id = (await card.getAttribute('data-project'))!;
+    const key = (await card.locator('.key').textContent())!;
+    assert.match(key, /^[0-9a-f]{32}$/);
+    assert.is(await card.locator('.snippet').textContent(), `<script src="${server.url}/sdk/watchtower.js"\n        data-key="${key}" data-app-name="shop" defer></script>`);
+    assert.is(await card.locator('.dsn').textContent(), `http://${key}@${new URL(server.url).host}/${id}`);
+
+    // The key works: an event sent with it (no user named) reaches the owner's dashboard.
+    const sent = await fetch(url(`/api/events?key=${key}`), { method: 'POST', body: JSON.stringify({ type: 'from_project' }) });
+    assert.is(sent.status, 200);
+    await dash.reload();
+    await dash.locator('.panel-types li[data-type=from_project]').waitFor();
+
+    await card.locator('input[name=name]').fill('Shop EU');
+    await card.locator('[data-action=save]').click();
+    await page.locator('[data-project] h2', { hasText: 'Shop EU' }).waitFor();
+    await page.locator('[data-project] [data-action=rotate]').click();
+    await page.locator('[data-project] .key').filter({ hasNotText: key }).waitFor();
+    assert.is((await fetch(url(`/api/events?key=${key}`), { method: 'POST', body: '{"type":"x"}' })).status, 401, 'the old key stops');
+    const bad = page.locator('#create');
+    await bad.locator('input[name=name]').fill('Bad');
+    await bad.locator('input[name=origins]').fill('not-an-origin');
+    await bad.locator('button[type=submit]').click();
+    await page.locator('#create-error').filter({ hasText: 'allowedOrigins' }).waitFor();
+    await page.locator('[data-project] [data-action=delete]').click();
+    await page.locator('[data-project] [data-action=delete]').click();
+    await page.locator('#projects .empty').waitFor();
+    noProblems();
+  });
+
   // Provider mode: a real OpenID Connect provider (oidc-provider) on 127.0.0.1 as the issuer, and a
   // server that verifies its tokens and no longer trusts the development header.
   async function startProvider() {

@@ -153,7 +153,11 @@ function register() {
       for (const deadline = Date.now() + 10_000; events.length < 4 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
         events = ((await (await fetch(`${server.url}/api/events?project=${project.id}`, { headers })).json()) as { events: Stored[] }).events;
       }
-      const byId = (id: string) => events.find((e) => e.id === id) ?? assert.unreachable(`no ${id} in ${JSON.stringify(events.map((e) => e.message))}`);
+      const byId = (id: string) => {
+        const found = events.find((e) => e.id === id);
+        if (!found) throw new Error(`no ${id} in ${JSON.stringify(events.map((e) => e.message))}`);
+        return found;
+      };
       const bundleUrl = `${pageOrigin}/app/page.js`;
       const caught = byId(ids.exception);
       assert.equal([caught.type, caught.message, caught.severity, caught.user_id, caught.projectId], ['error', 'RangeError: coupon SPRING expired', 'error', 'shop-owner', project.id]);

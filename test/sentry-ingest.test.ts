@@ -122,7 +122,11 @@ test('the real @sentry/node SDK with a project\'s DSN: exception, message, feedb
     assert.ok(flushed, 'the SDK flushed');
     const read = await fetch(`${server.url}/api/events?project=${project.id}`, { headers });
     const events = ((await read.json()) as { events: Json[] }).events;
-    const byId = (id: string) => events.find((e) => e.id === id) ?? assert.unreachable(`no event ${id}: ${JSON.stringify(events.map((e) => e.id))}`);
+    const byId = (id: string) => {
+      const found = events.find((e) => e.id === id);
+      if (!found) throw new Error(`no event ${id}: ${JSON.stringify(events.map((e) => e.id))}`);
+      return found;
+    };
     const exception = byId(ids.exception);
     assert.equal([exception.type, exception.message, exception.severity, exception.deployVersion, exception.environment, exception.user_id, exception.projectId],
       ['error', 'TypeError: card declined for 42', 'error', 'shop@2.4.1', 'staging', 'node-owner', project.id]);
