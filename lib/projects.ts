@@ -85,7 +85,10 @@ function rateLimit(value: unknown): number {
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 export const newKey = () => hex(crypto.getRandomValues(new Uint8Array(16)));
 /** 12 digits, never starting with 0: numeric for Sentry DSNs, hard to guess, short to read. */
-const newId = () => String(100_000_000_000 + (crypto.getRandomValues(new Uint32Array(2)).reduce((a, b) => a * 2 ** 32 + b, 0) % 900_000_000_000));
+const newId = () => {
+  const [high, low] = crypto.getRandomValues(new Uint32Array(2));
+  return String(100_000_000_000 + (high % 900_000) * 1_000_000 + (low % 1_000_000));
+};
 
 export interface Projects {
   list(userId: string): Promise<Project[]>;

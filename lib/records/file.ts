@@ -85,6 +85,9 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
     }
   }
 
+  /** Set when the log's state is unknown after a failed write: every later change is refused. */
+  let broken: Error | null = null;
+
   /** Bytes the live records would take as a freshly written log. */
   const liveBytes = () => {
     let n = 0;
@@ -100,9 +103,17 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
     }
     const tmp = logPath + '.tmp';
     await writeNewFile(fs, tmp, encoder.encode(lines.join('')));
-    await file.close();
+    // Until the rename the old log stays in use, so a failed compaction costs nothing but a retry.
     await renameDurably(fs, tmp, logPath);
-    file = await fs.open(logPath, 'existing');
+    const old = file;
+    try {
+      file = await fs.open(logPath, 'existing');
+    } catch (err) {
+      // Appending to the old handle would write to a file no longer named: refuse instead.
+      broken = new Error(`${logPath}: the compacted log could not be opened; reopen the store`, { cause: err });
+      throw err;
+    }
+    await old.close().catch(() => {});
   }
 
   if (bytes !== null && file.size > compactAtBytes && file.size > 2 * liveBytes()) await compact();
@@ -111,7 +122,6 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
   // before it left. A failed append is cut off again so the next line starts clean; if even that
   // fails, the log's end is unknown and the store refuses further changes.
   let queue: Promise<unknown> = Promise.resolve();
-  let broken: Error | null = null;
   let closed = false;
   const serial = <T>(op: () => Promise<T>): Promise<T> => {
     const run = queue.then(() => {
@@ -138,7 +148,8 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
       throw err;
     }
     apply(entry);
-    if (file.size > compactAtBytes && file.size > 2 * liveBytes()) await compact();
+    // The change is durable now; a compaction that fails is tried again after the next change.
+    if (file.size > compactAtBytes && file.size > 2 * liveBytes()) await compact().catch(() => {});
   }
 
   const read = <T>(kind: string, id: string, r: Held): StoredRecord<T> => ({ kind, id, userId: r.userId, body: JSON.parse(r.text) as T });
