@@ -5,6 +5,8 @@ import { ConfigError, loadConfig, type Config } from './lib/config.ts';
 import { loadAlertConfig, type AlertConfig } from './lib/alerts/config.ts';
 import { createHandler } from './lib/handler.ts';
 import { createMemoryStore } from './lib/store/memory.ts';
+import { createMemoryRecords } from './lib/records/memory.ts';
+import type { RecordStore } from './lib/records/types.ts';
 import type { BunServer } from './lib/adapter/bun.ts';
 import type { FileAccess } from './lib/static.ts';
 import type { Store } from './lib/store/types.ts';
@@ -49,9 +51,23 @@ async function openStore(config: Config): Promise<Store> {
   return openSqliteStore({ path: config.dbPath, retentionDays: config.retentionDays, maxEvents: config.maxEvents, log });
 }
 
+/** The event store's companion for projects, issues, alert rules and source maps (README, "Storage"). */
+async function openRecords(config: Config): Promise<RecordStore> {
+  if (config.storage === 'memory') return createMemoryRecords();
+  if (config.storage === 'postgres') {
+    const { openPostgresRecords } = await import('./lib/records/postgres.ts');
+    return openPostgresRecords({ url: config.databaseUrl! });
+  }
+  const { openSqliteRecords } = await import('./lib/records/file.ts');
+  return openSqliteRecords({ path: config.dbPath });
+}
+
 let store: Store;
+let records: RecordStore;
 try {
   store = await openStore(config);
+  // After the store: the sqlite store's lock on its database also guards the records beside it.
+  records = await openRecords(config);
 } catch (err) {
   console.error(`[watchtower] cannot open storage: ${err instanceof Error ? err.message : String(err)}`);
   exit(1);
@@ -71,6 +87,7 @@ const files: FileAccess = isBun
     : (await import('./lib/adapter/node.ts')).nodeFiles;
 const handler = createHandler({
   store,
+  records,
   files,
   auth,
   defaultOwner: config.defaultOwner,
@@ -94,6 +111,7 @@ async function shutdown(stopServer: () => Promise<void>) {
   // Queued errors become issues and alerts under way are delivered (or given up) before the store closes.
   await handler.close();
   await store.close();
+  await records.close();
   clearTimeout(force);
   log('stopped');
   exit(0);

@@ -17,6 +17,11 @@ export interface Identity {
 
 export interface Authenticator {
   resolve(request: Request): Promise<Identity>;
+  /**
+   * Header-trust development mode: X-IdP-User-Id is believed, so an event's own userId may name
+   * its owner too (docs/api.md#ownership). Absent means false.
+   */
+  readonly trustsHeader?: boolean;
 }
 
 export interface AuthOptions {
@@ -52,6 +57,7 @@ class KeysUnavailable extends Error {}
 export function createAuthenticator(options: AuthOptions): Authenticator {
   const verify = options.issuer ? createVerifier(options, options.issuer) : null;
   return {
+    trustsHeader: options.trustHeader,
     async resolve(request) {
       const authorization = request.headers.get('authorization');
       if (authorization !== null && /^\s*bearer(\s|$)/i.test(authorization)) {

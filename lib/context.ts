@@ -1,8 +1,10 @@
 // What every route receives: the dependencies of one handler instance.
 import type { Authenticator } from './auth.ts';
+import type { StoredEvent } from './event.ts';
 import type { Hub } from './hub.ts';
 import type { Monitor } from './monitor.ts';
 import type { RecordStore } from './records/types.ts';
+import type { Projects } from './projects.ts';
 import type { Store } from './store/types.ts';
 import type { RateLimiter } from './ratelimit.ts';
 import type { FileAccess } from './static.ts';
@@ -13,7 +15,11 @@ export interface Context {
   records: RecordStore;
   /** Issues, source maps and alerts (lib/monitor.ts). */
   monitor: Monitor;
+  /** The users' projects, kept in `records` (README "Projects"). */
+  projects: Projects;
   auth: Authenticator;
+  /** Header-trust development mode: an event's own userId may name its owner (docs/api.md#ownership). */
+  trustEventUserId: boolean;
   hub: Hub;
   now: () => number;
   log: (msg: string) => void;
@@ -69,4 +75,26 @@ export async function requireIdentity(ctx: Context, request: Request): Promise<{
     throw new HttpError(503, 'idp_unavailable', 'Identity provider keys are unavailable; try again shortly', { 'retry-after': '5' });
   }
   throw unauthorized();
+}
+
+/**
+ * The `project` query parameter of a read (`GET /api/events`, `/api/stats`, the export): a project
+ * the user owns, else 404 project_not_found; undefined when absent.
+ */
+export async function ownProject(ctx: Context, userId: string, params: URLSearchParams): Promise<string | undefined> {
+  const id = params.get('project');
+  if (id === null || id === '') return undefined;
+  if (!/^\d{1,20}$/.test(id)) throw new HttpError(400, 'invalid_query', 'Query parameter "project" must be a project id (digits)');
+  await ctx.projects.get(userId, id);
+  return id;
+}
+
+/**
+ * Events this instance just stored, from any ingest route: live streams and issue processing hear
+ * of them here, in one place. (Events other instances stored reach live streams through
+ * store.watch only: their own instance processes them.)
+ */
+export function announceStored(ctx: Context, stored: StoredEvent[]): void {
+  ctx.hub.publish(stored);
+  ctx.monitor.push(stored);
 }

@@ -5,13 +5,16 @@ import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { Context, Route, RouteRequest, ServeInfo } from './context.ts';
 import { createRateLimiter, type RateLimitOptions } from './ratelimit.ts';
 import { createHub, type Hub } from './hub.ts';
-import { CORS_HEADERS, HttpError, JsonReply, toErrorResponse, toResponse } from './http.ts';
+import { CORS_HEADERS, HttpError, JsonReply, NOSNIFF, toErrorResponse, toResponse } from './http.ts';
 import { modulePath, type FileAccess } from './static.ts';
 import { beacon, exportEvents, ingest, listEvents } from './routes/events.ts';
 import { pages } from './routes/pages.ts';
 import { health, stats, syncUser } from './routes/read.ts';
 import { eventStream } from './routes/stream.ts';
 import { developerStream, insights, query } from './routes/developer.ts';
+import { createProject, deleteProject, getProject, listProjects, rotateProjectKey, updateProject } from './routes/projects.ts';
+import { sentryEnvelope, sentryStore } from './routes/sentry.ts';
+import { createProjects } from './projects.ts';
 import type { Store } from './store/types.ts';
 import { createMemoryRecords } from './records/memory.ts';
 import { createMonitor, type Monitor, type MonitorOptions } from './monitor.ts';
@@ -68,8 +71,9 @@ export type FetchHandler<R extends Response | null = Response> = ((request: Requ
 
 const PREFLIGHT_HEADERS = {
   ...CORS_HEADERS,
+  ...NOSNIFF,
   'access-control-allow-methods': 'GET, POST, PATCH, DELETE, OPTIONS',
-  'access-control-allow-headers': 'Content-Type, Content-Encoding, Authorization, X-IdP-User-Id, Last-Event-ID',
+  'access-control-allow-headers': 'Content-Type, Content-Encoding, Authorization, X-IdP-User-Id, Last-Event-ID, X-Watchtower-Key, X-Sentry-Auth',
   'access-control-max-age': '86400',
 };
 
@@ -83,13 +87,16 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
   // Plain segments only: itty-router reads `:` and `*` in a path as patterns.
   if (!/^(\/[\w.~-]+)*$/.test(base)) throw new TypeError(`basePath must be a path like /telemetry, not ${JSON.stringify(deps.basePath)}`);
   const records = deps.records ?? createMemoryRecords();
+  const auth = deps.auth ?? createAuthenticator({ trustHeader: true });
   const now = deps.now ?? Date.now;
   const log = deps.log ?? ((msg: string) => console.error(msg));
   const ctx: Context = {
     store: deps.store,
     records,
     monitor: createMonitor(records, { now, log }, deps.monitoring),
-    auth: deps.auth ?? createAuthenticator({ trustHeader: true }),
+    projects: createProjects(records, now),
+    auth,
+    trustEventUserId: auth.trustsHeader === true,
     hub: deps.hub ?? createHub(),
     now,
     log,
@@ -132,7 +139,16 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
     .post('/api/alerts', createAlert)
     .patch('/api/alerts/:id', updateAlert)
     .delete('/api/alerts/:id', deleteAlert)
-    .post('/api/alerts/:id/test', testAlert);
+    .post('/api/alerts/:id/test', testAlert)
+    .get('/api/projects', listProjects)
+    .post('/api/projects', createProject)
+    .get('/api/projects/:id', getProject)
+    .patch('/api/projects/:id', updateProject)
+    .delete('/api/projects/:id', deleteProject)
+    .post('/api/projects/:id/rotate-key', rotateProjectKey)
+    // Sentry SDKs post to /api/<project id>/envelope/ (docs/sentry.md); the id must be digits.
+    .post('/api/:projectId/envelope', sentryEnvelope)
+    .post('/api/:projectId/store', sentryStore);
 
   /**
    * The route for a request, with its path parameters set on the request, as itty-router's own
@@ -174,7 +190,10 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
       const path = pathOf(request.url);
       const route = match(request, path);
       const answer = route ? await route(request as RouteRequest, ctx, info) : await unmatched(request, path);
-      return answer instanceof JsonReply ? respond(answer) : answer;
+      if (answer instanceof JsonReply) return respond(answer);
+      // Streams, files and redirects: the one place their Responses get nosniff (JSON answers carry it already).
+      if (answer && !answer.headers.has('x-content-type-options')) answer.headers.set('x-content-type-options', 'nosniff');
+      return answer;
     } catch (err) {
       return toErrorResponse(err, ctx.log, respond);
     }

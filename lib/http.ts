@@ -19,7 +19,9 @@ export const CORS_HEADERS: Record<string, string> = { 'access-control-allow-orig
 // Content-Length and Content-Type are CORS-safelisted; Retry-After is not, so answers that carry it
 // expose it. (Every header costs: on Deno, one beyond Content-Type made a Response ~4 µs dearer.)
 const EXPOSE_RETRY_AFTER = { 'access-control-expose-headers': 'Retry-After' };
-const JSON_HEADERS: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', ...CORS_HEADERS };
+/** On every answer (README "Security headers"): browsers must never guess another type than the one sent. */
+export const NOSNIFF = { 'x-content-type-options': 'nosniff' };
+const JSON_HEADERS: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', ...CORS_HEADERS, ...NOSNIFF };
 
 /**
  * A JSON answer as plain parts. Routes return these rather than Responses, and the handler makes
@@ -39,8 +41,9 @@ export const json = (body: unknown, status = 200, headers?: Record<string, strin
 
 /** A JSON answer whose text the caller already serialised. */
 export function jsonText(text: string, status = 200, headers?: Record<string, string>): JsonReply {
-  const all = headers ? { ...JSON_HEADERS, ...headers, ...('retry-after' in headers ? EXPOSE_RETRY_AFTER : undefined) } : JSON_HEADERS;
-  return new JsonReply(status, all, text);
+  if (!headers) return new JsonReply(status, JSON_HEADERS, text);
+  const expose = 'retry-after' in headers && !('access-control-expose-headers' in headers) ? EXPOSE_RETRY_AFTER : undefined;
+  return new JsonReply(status, { ...JSON_HEADERS, ...headers, ...expose }, text);
 }
 
 /** The web Response of a JSON answer. */

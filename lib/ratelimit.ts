@@ -10,8 +10,11 @@ export interface RateLimitOptions {
 }
 
 export interface RateLimiter {
-  /** 0 when the request may pass, else the seconds to wait (for Retry-After). */
-  take(client: string, now: number): number;
+  /**
+   * 0 when the request may pass, else the seconds to wait (for Retry-After). `cost` is what it
+   * takes from the bucket (default 1; events of a batch for per-project limits), at most a full bucket.
+   */
+  take(client: string, now: number, cost?: number): number;
   readonly size: number;
 }
 
@@ -32,7 +35,7 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
   };
 
   return {
-    take(client, now) {
+    take(client, now, cost = 1) {
       if (rate <= 0) return 0;
       let b = buckets.get(client);
       if (!b) {
@@ -42,11 +45,12 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
         b.tokens = Math.min(burst, b.tokens + ((now - b.at) / 1000) * rate);
         b.at = now;
       }
-      if (b.tokens >= 1) {
-        b.tokens -= 1;
+      const need = Math.min(cost, burst);
+      if (b.tokens >= need) {
+        b.tokens -= need;
         return 0;
       }
-      return Math.max(1, Math.ceil((1 - b.tokens) / rate));
+      return Math.max(1, Math.ceil((need - b.tokens) / rate));
     },
     get size() {
       return buckets.size;

@@ -7,3 +7,5 @@ export {
   DEFAULT_MAX_EVENTS,
   type SqliteStoreOptions,
 } from './store/sqlite.ts';
+// Its record store (projects, issues, alert rules, source maps): a directory beside the database.
+export { openSqliteRecords, openFileRecords, CorruptRecordsError, type FileRecordsOptions } from './records/file.ts';

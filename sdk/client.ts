@@ -104,7 +104,7 @@ export function createClient(env: Env, o: Settings): Client {
         const res = await env.fetch(url('/api/events'), {
           method: 'POST',
           body: text,
-          headers: { 'content-type': 'text/plain' },
+          headers: { 'content-type': 'text/plain', ...(o.headers && (await o.headers())) },
           keepalive: text.length < KEEPALIVE_MAX,
         });
         status = res.status;
@@ -152,7 +152,7 @@ export function createClient(env: Env, o: Settings): Client {
     },
     flush,
     leave() {
-      if (env.beacon && env.online()) {
+      if (env.beacon && env.online() && !o.headers) {
         while (queue.length) {
           const batch = queue.slice(0, o.maxBatch);
           const reported = dropped;

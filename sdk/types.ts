@@ -9,6 +9,13 @@ export interface Options {
    * header would make every cross-origin batch wait for a CORS preflight (and beacons cannot set one).
    */
   key?: string;
+  /**
+   * Extra headers for each batch, asked for before it is sent: a same-origin app passes the signed-in
+   * user's token (`{ authorization: 'Bearer …' }`). Cross-origin apps use `key` instead: a custom
+   * header costs a CORS preflight. Beacons carry no headers, so with this set, events left at page
+   * exit wait in storage for the next page rather than leave as a beacon.
+   */
+  headers?: () => Record<string, string> | Promise<Record<string, string>>;
   appName?: string;
   deployVersion?: string;
   /** Owner of the events; null = anonymous. Default: localStorage `service_idp_user_id` on the server's own origin. */
@@ -31,8 +38,8 @@ export interface Options {
   stripQuery?: boolean;
 }
 
-export type Settings = Required<Omit<Options, 'key' | 'userId' | 'appName' | 'deployVersion'>> &
-  Pick<Options, 'key' | 'userId' | 'appName' | 'deployVersion'>;
+export type Settings = Required<Omit<Options, 'key' | 'headers' | 'userId' | 'appName' | 'deployVersion'>> &
+  Pick<Options, 'key' | 'headers' | 'userId' | 'appName' | 'deployVersion'>;
 
 export type Data = Record<string, unknown>;
 

@@ -20,6 +20,10 @@ test('the package root exports the handler, the memory store, config and the pur
 test('the persisted stores have entry points of their own, apart from the root', () => {
   assert.type(sqlite.openSqliteStore, 'function');
   assert.type(postgres.openPostgresStore, 'function');
+  // Each with its record store (projects and other per-user records).
+  assert.type(sqlite.openSqliteRecords, 'function');
+  assert.type(postgres.openPostgresRecords, 'function');
+  assert.not.ok('openPostgresRecords' in watchtower);
   assert.not.ok('openSqliteStore' in watchtower);
   assert.not.ok('openPostgresStore' in watchtower);
 });

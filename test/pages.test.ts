@@ -353,6 +353,51 @@ function register() {
     noProblems();
   });
 
+  test('/projects/: create a project, copy its script tag and DSN, rename, rotate the key, delete; pages send CSP and nosniff', async () => {
+    const ctx = await newContext();
+    const user = uid('proj');
+    const dash = await signIn(ctx, user);
+    const page = await ctx.newPage();
+    const first = await page.goto(url('/projects/'));
+    const headers = first!.headers();
+    assert.match(headers['content-security-policy'] ?? '', /script-src 'self'.*frame-ancestors 'none'/);
+    assert.is(headers['x-content-type-options'], 'nosniff');
+    assert.ok(headers['referrer-policy']);
+    await page.locator('#app').waitFor({ state: 'visible' });
+    await page.locator('#create input[name=name]').fill('Shop');
+    await page.locator('#create input[name=origins]').fill('https://shop.example');
+    await page.locator('#create button[type=submit]').click();
+    const card = page.locator('[data-project]');
+    await card.waitFor();
+    const id = (await card.getAttribute('data-project'))!;
+    const key = (await card.locator('.key').textContent())!;
+    assert.match(key, /^[0-9a-f]{32}$/);
+    assert.is(await card.locator('.snippet').textContent(), `<script src="${server.url}/sdk/watchtower.js"\n        data-key="${key}" data-app-name="shop" defer></script>`);
+    assert.is(await card.locator('.dsn').textContent(), `http://${key}@${new URL(server.url).host}/${id}`);
+
+    // The key works: an event sent with it (no user named) reaches the owner's dashboard.
+    const sent = await fetch(url(`/api/events?key=${key}`), { method: 'POST', body: JSON.stringify({ type: 'from_project' }) });
+    assert.is(sent.status, 200);
+    await dash.reload();
+    await dash.locator('.panel-types li[data-type=from_project]').waitFor();
+
+    await card.locator('input[name=name]').fill('Shop EU');
+    await card.locator('[data-action=save]').click();
+    await page.locator('[data-project] h2', { hasText: 'Shop EU' }).waitFor();
+    await page.locator('[data-project] [data-action=rotate]').click();
+    await page.locator('[data-project] .key').filter({ hasNotText: key }).waitFor();
+    assert.is((await fetch(url(`/api/events?key=${key}`), { method: 'POST', body: '{"type":"x"}' })).status, 401, 'the old key stops');
+    const bad = page.locator('#create');
+    await bad.locator('input[name=name]').fill('Bad');
+    await bad.locator('input[name=origins]').fill('not-an-origin');
+    await bad.locator('button[type=submit]').click();
+    await page.locator('#create-error').filter({ hasText: 'allowedOrigins' }).waitFor();
+    await page.locator('[data-project] [data-action=delete]').click();
+    await page.locator('[data-project] [data-action=delete]').click();
+    await page.locator('#projects .empty').waitFor();
+    noProblems();
+  });
+
   // Provider mode: a real OpenID Connect provider (oidc-provider) on 127.0.0.1 as the issuer, and a
   // server that verifies its tokens and no longer trusts the development header.
   async function startProvider() {
@@ -411,10 +456,14 @@ function register() {
     assert.is((await fetch(p.server.url + '/api/stats', { headers: { authorization: bearer } })).status, 200);
     assert.is((await fetch(p.server.url + '/api/stats', { headers: { 'x-idp-user-id': login } })).status, 401);
 
-    // The demo app tags events with the signed-in id; they arrive live and after a reload.
-    const demo = await page.context().newPage();
-    await demo.goto(p.server.url + '/demo/');
+    // The demo app sends the signed-in user's access token with its events (its userId field alone
+    // would claim nothing); they arrive live and after a reload. Opened from the dashboard, the tab
+    // gets a copy of the dashboard's sessionStorage, where the tokens are.
+    const [demo] = await Promise.all([page.context().waitForEvent('page'), page.evaluate(() => void window.open('/demo/'))]);
+    await demo.waitForLoadState();
+    const sent = demo.waitForRequest((r) => r.url() === p.server.url + '/api/events' && r.method() === 'POST');
     await demo.locator('#demo-custom').click();
+    assert.is((await (await sent).allHeaders()).authorization, bearer, 'the batch carries the token');
     await page.locator('.feed-item[data-type=custom]').waitFor({ timeout: 5_000 });
     await page.reload();
     await page.locator('.panel-types li[data-type=custom]').waitFor();
@@ -427,13 +476,25 @@ function register() {
     const second = uid('di');
     const a = await providerSignIn(first);
     const b = await providerSignIn(second);
+    // Forged ownership: naming the first user, without their token or a key, from any Origin (the
+    // service's own included), lands on nobody's dashboard; it is stored unowned.
+    for (const origin of [p.server.url, 'https://elsewhere.example', null]) {
+      const forged = await fetch(p.server.url + '/api/events', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(origin ? { origin } : {}) },
+        body: JSON.stringify({ events: [{ type: 'forged', userId: first, message: 'not from the first user' }] }),
+      });
+      assert.is(forged.status, 200);
+    }
     const post = await fetch(p.server.url + '/api/events', {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ events: [{ type: 'error', userId: first, message: 'first user only' }] }),
+      headers: { 'content-type': 'application/json', authorization: a.bearer },
+      body: JSON.stringify({ events: [{ type: 'error', message: 'first user only' }] }),
     });
     assert.is(post.status, 200);
     await a.page.locator('.feed-item[data-type=error]').waitFor({ timeout: 5_000 });
+    const own = await fetch(p.server.url + '/api/events', { headers: { authorization: a.bearer } });
+    assert.equal(((await own.json()) as { events: { type: string }[] }).events.map((e) => e.type), ['error'], 'the forged events reached nobody');
     await b.page.waitForTimeout(500);
     assert.is(await b.page.locator('.feed-item').count(), 0);
     await b.page.reload();

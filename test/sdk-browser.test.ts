@@ -21,6 +21,7 @@ interface StoredEvent {
   user_id: string | null;
   appName: string | null;
   referrer?: string;
+  projectId?: string;
   url: string | null;
   route: string | null;
   sessionId: string | null;
@@ -220,10 +221,17 @@ setTimeout(rejectOnPurpose, 80);`;
 
   test('data-key: the ingest key in the query string of batches and beacons, no custom header', async () => {
     const user = uid('key');
-    const key = 'wt_pub_Tk+/9';
+    // A real project of the user's: its key, not the page's data-user-id, makes the events theirs.
+    const created = await fetch(server.url + '/api/projects', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-idp-user-id': user },
+      body: JSON.stringify({ name: 'shop', allowedOrigins: [new URL(app('/')).origin] }),
+    });
+    assert.is(created.status, 201);
+    const { key, id } = (await created.json()) as { key: string; id: string };
     const ctx = await newContext({
       // A long interval: the test says when to send, so the batch and the beacon never race.
-      '/page.html': html(sdkTag(` data-key="${key}" data-user-id="${user}" data-flush-interval="60000" data-clicks="false"`)),
+      '/page.html': html(sdkTag(` data-key="${key}" data-user-id="someone-else" data-flush-interval="60000" data-clicks="false"`)),
       '/other.html': '<!doctype html><p>elsewhere</p>',
     });
     // As in the beacon test: the page logs its own sendBeacon calls, which escape request events.
@@ -248,8 +256,9 @@ setTimeout(rejectOnPurpose, 80);`;
     await page.evaluate(() => (window as unknown as { Watchtower: { track(n: string): void } }).Watchtower.track('leaving'));
     await page.click('#away');
     await page.waitForURL(app('/other.html'));
-    await waitForEvents(user, (e) => e.some((x) => x.type === 'custom'));
+    const events = await waitForEvents(user, (e) => e.some((x) => x.type === 'custom'));
     assert.is(await page.evaluate(`localStorage.getItem('beacon')`), `${server.url}/api/beacon?key=${encoded}`);
+    assert.ok(events.every((e) => e.projectId === id), 'every keyed event carries the project');
     await page.close();
   });
 

@@ -481,6 +481,41 @@ test('client: beacons carry the key in the query string too; no key, no query st
   assert.equal(none.sent.map((s) => s.url), ['https://wt.test/api/beacon', 'https://wt.test/api/events']);
 });
 
+test('client: headers() is asked before each batch; with it, nothing leaves as a beacon (which carries no headers)', async () => {
+  let token = 't1';
+  const h = harness();
+  h.settings.headers = async () => ({ authorization: `Bearer ${token}` });
+  h.client.record('click', {});
+  await h.advance(2000);
+  token = 't2';
+  h.client.record('click', {});
+  await h.advance(2000);
+  assert.equal(h.sent.map((s) => s.headers), [
+    { 'content-type': 'text/plain', authorization: 'Bearer t1' },
+    { 'content-type': 'text/plain', authorization: 'Bearer t2' },
+  ]);
+  h.client.record('click', {});
+  h.client.leave();
+  assert.is(h.sent.length, 2, 'no beacon');
+  assert.is(h.client.status().queued, 1, 'kept for the next page');
+});
+
+test('client: a headers() that throws is retried like a failed send', async () => {
+  const h = harness();
+  let fail = true;
+  h.settings.headers = () => {
+    if (fail) throw new Error('token refresh failed');
+    return {};
+  };
+  h.client.record('click', {});
+  await h.advance(2000);
+  assert.is(h.sent.length, 0);
+  fail = false;
+  await h.advance(60_000);
+  assert.is(h.sent.length, 1);
+  assert.is(h.client.status().queued, 0);
+});
+
 test('client: a key set by a later init() applies to the next request', async () => {
   const h = harness();
   h.client.record('click', {});

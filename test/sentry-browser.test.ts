@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import type { Browser, Page } from 'playwright-core';
 import type { RawEvent } from '../lib/event.ts';
 import { validateEvents } from '../lib/schema.ts';
-import { ROOT } from './helpers/server.ts';
+import { ROOT, startServer } from './helpers/server.ts';
 import { capturedEvents, startSentryCapture, type SentryCapture } from './helpers/sentry-capture.ts';
 import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
 
@@ -134,6 +134,51 @@ function register() {
 
     assert.is(validateEvents(all, 1 << 20).rejected, 0, 'every mapped event passes the service validation');
     await page.close();
+  });
+
+  test('against the real service: a project\'s DSN, an allowed origin, events on the owner\'s dashboard with the mapped fields', async () => {
+    const server = await startServer();
+    try {
+      const headers = { 'content-type': 'application/json', 'x-idp-user-id': 'shop-owner' };
+      const created = await fetch(server.url + '/api/projects', { method: 'POST', headers, body: JSON.stringify({ name: 'Cart', allowedOrigins: [pageOrigin] }) });
+      const project = (await created.json()) as { id: string; key: string };
+      const page = await openPage({ dsn: `http://${project.key}@127.0.0.1:${server.port}/${project.id}` });
+      const ids = await page.evaluate(() => {
+        const t = (window as any).sentryTest;
+        return { exception: t.captureException(), message: t.captureMessage(), feedback: t.feedback() };
+      });
+      await page.evaluate(() => (window as any).sentryTest.uncaught());
+      type Stored = Mapped & { user_id: string; projectId: string; source: string };
+      let events: Stored[] = [];
+      for (const deadline = Date.now() + 10_000; events.length < 4 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+        events = ((await (await fetch(`${server.url}/api/events?project=${project.id}`, { headers })).json()) as { events: Stored[] }).events;
+      }
+      const byId = (id: string) => {
+        const found = events.find((e) => e.id === id);
+        if (!found) throw new Error(`no ${id} in ${JSON.stringify(events.map((e) => e.message))}`);
+        return found;
+      };
+      const bundleUrl = `${pageOrigin}/app/page.js`;
+      const caught = byId(ids.exception);
+      assert.equal([caught.type, caught.message, caught.severity, caught.user_id, caught.projectId], ['error', 'RangeError: coupon SPRING expired', 'error', 'shop-owner', project.id]);
+      assert.equal([caught.deployVersion, caught.environment, caught.url], ['web@3.0.0', 'production', `${pageOrigin}/app/page.html`]);
+      assert.equal([caught.source, caught.data.line, caught.data.frames[0].function], [bundleUrl, bundleLine('expired`'), 'applyCoupon']);
+      assert.match(caught.data.stack, /^RangeError: coupon SPRING expired\n    at applyCoupon /);
+      const uncaught = events.find((e) => e.message === 'Error: cart failed to render');
+      assert.is(uncaught?.data.handled, false, 'the uncaught error arrived, as unhandled');
+      assert.equal([byId(ids.message).message, byId(ids.message).severity], ['search index stale', 'info']);
+      assert.equal([byId(ids.feedback).type, byId(ids.feedback).message, byId(ids.feedback).data.email], ['feedback', 'Love the new cart', 'grace@example.com']);
+      assert.is(events.length, 4);
+
+      // Once the project no longer lists the page's origin, the browser's posts are refused (403).
+      await fetch(`${server.url}/api/projects/${project.id}`, { method: 'PATCH', headers, body: JSON.stringify({ allowedOrigins: ['https://shop.example'] }) });
+      const refused = page.waitForResponse((r) => r.url().includes('/envelope/'));
+      await page.evaluate(() => (window as any).sentryTest.captureMessage());
+      assert.is((await refused).status(), 403);
+      await page.close();
+    } finally {
+      await server.stop();
+    }
   });
 
   test('through a tunnel the key comes from the envelope header\'s dsn alone', async () => {

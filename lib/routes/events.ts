@@ -1,10 +1,11 @@
 // POST /api/events, POST /api/beacon, GET /api/events and GET /api/events/export (docs/api.md).
 import { checkContentType, parseJson, readBody } from '../body.ts';
 import { isoTime, normalise, type StoredEvent } from '../event.ts';
-import { CORS_HEADERS, HttpError, json, jsonText, type JsonReply } from '../http.ts';
+import { CORS_HEADERS, HttpError, json, jsonText, NOSNIFF, type JsonReply } from '../http.ts';
 import { resolveOwner } from '../owner.ts';
+import { limitProject, projectOfKey, requestKey, type KeyedProject } from '../projects.ts';
 import { batchItems, batchSentAt, parseEventsQuery, parseExportQuery, validateEvents } from '../schema.ts';
-import { clientAddress, requireUser, type Context, type ServeInfo } from '../context.ts';
+import { announceStored, clientAddress, ownProject, requireUser, type Context, type ServeInfo } from '../context.ts';
 import { InvalidCursorError } from '../store/types.ts';
 
 /** POST /api/events: the persisted stores answer with the stored events too. */
@@ -21,28 +22,37 @@ async function receive(request: Request, ctx: Context, info: ServeInfo | undefin
   const bytes = await readBody(request);
   const body = parseJson(bytes);
   const items = batchItems(body);
+  const key = requestKey(request, body);
+  const keyed: KeyedProject | null = key === null ? null : await projectOfKey(ctx.projects, key, request);
   const { valid, rejected } = validateEvents(items, bytes.byteLength);
   const now = ctx.now();
+  if (keyed) limitProject(ctx.projects, keyed.project, valid.length, now);
   const sentAt = items.length && items[0] !== body ? batchSentAt(body) : null;
   const clockOffsetMs = sentAt === null ? 0 : now - sentAt;
   const receivedAt = isoTime(now);
-  const events = valid.map((raw) =>
-    normalise(raw, { now, receivedAt, clockOffsetMs, owner: resolveOwner({ authUser, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId }) }),
-  );
+  const projectOwner = keyed?.owner ?? null;
+  const events = valid.map((raw) => {
+    const owner = resolveOwner({ authUser, projectOwner, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId, trustEventUserId: ctx.trustEventUserId });
+    const event = normalise(raw, { now, receivedAt, clockOffsetMs, owner });
+    // The project only on its owner's events: a signed-in user's own events never join another's project.
+    if (keyed && owner === projectOwner) event.projectId = keyed.project.id;
+    return event;
+  });
   // Each event is serialised once, for the answer and for a store that journals JSON.
   const texts = echo ? events.map((e) => JSON.stringify(e)) : undefined;
   const stored = events.length ? await ctx.store.insert(events, texts) : [];
-  ctx.hub.publish(stored);
-  ctx.monitor.push(stored);
+  announceStored(ctx, stored);
   const counts = `{"accepted":${events.length},"rejected":${rejected}`;
   return jsonText(texts ? `${counts},"events":[${texts.join(',')}]}` : counts + '}');
 }
 
 export async function listEvents(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
-  const query = parseEventsQuery(new URL(request.url).searchParams);
+  const params = new URL(request.url).searchParams;
+  const query = parseEventsQuery(params);
+  const projectId = await ownProject(ctx, userId, params);
   try {
-    return json(await ctx.store.list({ userId, ...query }));
+    return json(await ctx.store.list({ userId, ...query, ...(projectId ? { projectId } : {}) }));
   } catch (err) {
     if (err instanceof InvalidCursorError) throw new HttpError(400, 'invalid_cursor', err.message);
     throw err;
@@ -56,8 +66,10 @@ export async function listEvents(request: Request, ctx: Context): Promise<JsonRe
  */
 export async function exportEvents(request: Request, ctx: Context): Promise<Response> {
   const userId = await requireUser(ctx, request);
-  const filter = parseExportQuery(new URL(request.url).searchParams);
-  const batches = ctx.store.export({ userId, ...filter })[Symbol.asyncIterator]();
+  const params = new URL(request.url).searchParams;
+  const filter = parseExportQuery(params);
+  const projectId = await ownProject(ctx, userId, params);
+  const batches = ctx.store.export({ userId, ...filter, ...(projectId ? { projectId } : {}) })[Symbol.asyncIterator]();
   // The first batch before the answer: a store that cannot serve is a 503, not a 200 cut short.
   const first = await batches.next();
   const stamp = new Date(ctx.now()).toISOString().replace(/[:.]/g, '-');
@@ -68,6 +80,7 @@ export async function exportEvents(request: Request, ctx: Context): Promise<Resp
       'content-disposition': `attachment; filename="watchtower-events-${stamp}.ndjson"`,
       'cache-control': 'no-store',
       ...CORS_HEADERS,
+      ...NOSNIFF,
       'access-control-expose-headers': 'Content-Disposition',
     },
   });

@@ -3,6 +3,17 @@ import { CORS_HEADERS } from '../http.ts';
 import { serveFile } from '../static.ts';
 import type { Context } from '../context.ts';
 
+/**
+ * What every served page (HTML) adds (README "Security headers"): scripts only from this origin (the
+ * pages have no inline script), no plugins, no framing by other sites (clickjacking), and no full
+ * URL leaking to other sites in Referer. Other sources stay open: provider mode talks to the
+ * identity provider's origin. nosniff is added for every answer by the handler.
+ */
+const PAGE_HEADERS: Record<string, string> = {
+  'content-security-policy': "script-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'",
+  'referrer-policy': 'strict-origin-when-cross-origin',
+};
+
 /** A GET or HEAD for `path` (below the base path) that no API route took; undefined when no file is there. */
 export async function pages(ctx: Context, request: Request, path: string): Promise<Response | undefined> {
   const files = ctx.files;
@@ -18,5 +29,7 @@ export async function pages(ctx: Context, request: Request, path: string): Promi
   }
   // The dashboard lives at /dashboard, without the trailing slash of the other pages.
   const file = path === '/dashboard' ? '/dashboard/' : path;
-  return (await serveFile(file, request, { files, root: ctx.pagesRoot, cacheControl: 'no-cache' })) ?? undefined;
+  const page = await serveFile(file, request, { files, root: ctx.pagesRoot, cacheControl: 'no-cache' });
+  if (page?.headers.get('content-type')?.startsWith('text/html')) for (const [k, v] of Object.entries(PAGE_HEADERS)) page.headers.set(k, v);
+  return page ?? undefined;
 }

@@ -3,14 +3,16 @@ import { parseJson, readBody } from '../body.ts';
 import { KNOWN_EVENT_TYPES } from '../event.ts';
 import { HttpError, json, type JsonReply } from '../http.ts';
 import { parseStatsQuery, parseUserSync } from '../schema.ts';
-import { requireUser, type Context } from '../context.ts';
+import { ownProject, requireUser, type Context } from '../context.ts';
 
 export async function stats(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   const now = ctx.now();
+  const params = new URL(request.url).searchParams;
   // Without from/to/interval, undefined: the answer over every event, as it always was.
-  const range = parseStatsQuery(new URL(request.url).searchParams, now);
-  return json(await ctx.store.stats(userId, now, range));
+  const range = parseStatsQuery(params, now);
+  const projectId = await ownProject(ctx, userId, params);
+  return json(await ctx.store.stats(userId, now, range, projectId));
 }
 
 export async function health(_request: Request, ctx: Context): Promise<JsonReply> {

@@ -1,7 +1,9 @@
-// /demo/: a small monitored app. It loads the SDK from /sdk/watchtower.js like any customer app and
-// tags its events with the signed-in id from localStorage (docs/api.md#ownership), so they reach the
-// dashboard of whoever is signed in on this origin.
+// /demo/: a small monitored app. It loads the SDK from /sdk/watchtower.js like any customer app and,
+// being on the service's own origin, sends the signed-in user's credentials with each batch (the
+// access token with a provider), so its events reach that user's dashboard (docs/api.md#ownership).
+// The id it also tags them with is only a field: nobody's events can be claimed by naming them.
 import { byId, el } from './lib/dom.ts';
+import { authHeaders } from './lib/session.ts';
 
 interface WatchtowerSdk {
   init(options: Record<string, unknown>): void;
@@ -29,10 +31,10 @@ if (!sdk) {
   byId('demo-status').textContent = 'The SDK did not load (/sdk/watchtower.js). Run npm run build.';
 } else {
   // The SDK would read the signed-in id itself on this origin; passing it shows how other apps do it.
-  sdk.init({ appName: 'demo-notes', deployVersion: version, userId: userId ?? undefined });
+  sdk.init({ appName: 'demo-notes', deployVersion: version, userId: userId ?? undefined, headers: authHeaders });
   byId('demo-status').replaceChildren(
     ...(userId
-      ? [`Events are tagged with user “${userId}” and appear on `, el('a', { text: 'that dashboard', attrs: { href: '/dashboard' } }), '.']
+      ? [`Events are sent as user “${userId}” and appear on `, el('a', { text: 'that dashboard', attrs: { href: '/dashboard' } }), '.']
       : ['Not signed in: events are sent anonymously and appear on no dashboard. ', el('a', { text: 'Sign in', attrs: { href: '/login/' } }), ' first to see them.']),
   );
   byId('demo-version-now').textContent = version;

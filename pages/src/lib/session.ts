@@ -69,12 +69,16 @@ export async function authHeaders(): Promise<Record<string, string>> {
   return id ? { 'x-idp-user-id': id } : {};
 }
 
+/** Set once sign-out has begun: its own navigation (to the provider's end-session page) must win. */
+let signingOut = false;
+
 /** fetch with the user's credentials; a 401 means the session is gone, so back to the sign-in page. */
 export async function api(path: string, init: RequestInit = {}): Promise<Response> {
   const headers = new Headers(init.headers);
   for (const [k, v] of Object.entries(await authHeaders())) headers.set(k, v);
   const response = await fetch(path, { ...init, headers });
-  if (response.status === 401) {
+  // A request that was under way when sign-out forgot the tokens must not redirect to /login/ first.
+  if (response.status === 401 && !signingOut) {
     await forget();
     location.replace('/login/');
     throw new Error('Signed out');
@@ -102,6 +106,7 @@ async function forget(): Promise<void> {
 
 /** Signs out and returns to /login/ (through the provider's end-session endpoint when there is one). */
 export async function signOut(): Promise<void> {
+  signingOut = true;
   if (mode() === 'provider') {
     const oidc = await import('./oidc.ts');
     const endSession = await oidc.endSessionUrl(location.origin + '/login/').catch(() => null);
