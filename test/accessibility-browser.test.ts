@@ -73,7 +73,9 @@ function register() {
   });
 
   async function open(path: string, scheme: 'light' | 'dark', signedIn: boolean): Promise<Page> {
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: scheme });
+    // axe-core is injected as an inline script, which the pages' Content-Security-Policy forbids:
+    // the test's browser bypasses it (the pages' own scripts are still checked against it elsewhere).
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: scheme, bypassCSP: true });
     ctx.setDefaultTimeout(15_000);
     await ctx.route('**/assets/config.js', (route) => route.fulfill({ status: 200, contentType: 'application/javascript', body: DEV_CONFIG_SCRIPT }));
     if (signedIn) await ctx.addInitScript((user) => localStorage.setItem('service_idp_user_id', user), USER);
