@@ -45,8 +45,9 @@ async function receive(request: Request, ctx: Context, info: ServeInfo | undefin
   const events = valid.map((raw) => {
     const owner = resolveOwner({ authUser, projectOwner, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId, trustEventUserId: ctx.trustEventUserId });
     const event = normalise(raw, { now, receivedAt, clockOffsetMs, owner });
-    // The project only on its owner's events: a signed-in user's own events never join another's project.
+    // One frozen object shared by the request's events; it replaces a client's own `client` field.
     event.client = client;
+    // The project only on its owner's events: a signed-in user's own events never join another's project.
     if (keyed && owner === projectOwner) event.projectId = keyed.project.id;
     return event;
   });
