@@ -93,6 +93,7 @@ const handler = createHandler({
   defaultOwner: config.defaultOwner,
   rateLimit: { rate: config.rateLimit, burst: config.rateBurst },
   trustProxy: config.trustProxy,
+  keepBots: config.keepBots,
   monitoring: { alerts: alertConfig, retentionDays: config.storage === 'memory' ? 0 : config.retentionDays },
   log: (msg) => console.error(`[watchtower] ${msg}`),
 });

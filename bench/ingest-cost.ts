@@ -2,6 +2,7 @@
 // baseline does (JSON.parse) beside the work Watchtower adds per event. Run on Node, and on Deno by
 // the same script. BENCH_COST_RUNTIMES (node,deno)
 import { execFileSync } from 'node:child_process';
+import { clientInfo, parseClientInfo } from '../lib/client-info.ts';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { createMemoryStore } from '../lib/store/memory.ts';
 import { batchItems, validateEvents } from '../lib/schema.ts';
@@ -9,6 +10,8 @@ import { payloads } from './payloads.ts';
 
 declare const Deno: { args: string[] } | undefined;
 const isDeno = typeof Deno !== 'undefined';
+// What bench/post.lua sends: a desktop Chrome.
+const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
 /** µs per call: median of 5 rounds, after a warm-up. */
 async function cost(fn: () => unknown, calls: number): Promise<number> {
@@ -52,6 +55,9 @@ async function measure(): Promise<Record<string, Record<string, number>>> {
     const per = (us: number) => us / n;
     out[name] = {
       'JSON.parse of the body (all the baseline does)': per(await cost(() => JSON.parse(text), calls)),
+      // Once per request, whatever the batch size: the cache's hit, and what a user agent not seen lately costs.
+      'browser, OS and device from the User-Agent (once per request; a cache hit)': per(await cost(() => clientInfo(CHROME), calls)),
+      'the same, a user agent not in the cache (parsed)': per(await cost(() => parseClientInfo(CHROME), Math.min(calls, 20_000))),
       'envelope check': per(await cost(() => validateEvents(items, text.length), calls)),
       'normalise (ids, timestamps, the stored shape)': per(await cost(() => valid.map(norm), calls)),
       'memory store insert (dedupe by owner and id)': per(await costOfEach(Array.from({ length: calls * 2 }, () => valid.map(norm)), (batch) => store.insert(batch))),

@@ -26,6 +26,8 @@ export interface Config {
   rateLimit: number;
   rateBurst: number;
   trustProxy: boolean;
+  /** SERVICE_KEEP_BOTS=true: store events from bot user agents instead of dropping them. */
+  keepBots: boolean;
 }
 
 export class ConfigError extends Error {
@@ -129,6 +131,7 @@ export function loadConfig(env: Env, projectRoot: string): Config {
     rateLimit: integer(env, 'SERVICE_RATE_LIMIT', 1000, 0, 10_000_000),
     rateBurst: integer(env, 'SERVICE_RATE_BURST', 2000, 1, 10_000_000),
     trustProxy: boolean(env, 'SERVICE_TRUST_PROXY'),
+    keepBots: boolean(env, 'SERVICE_KEEP_BOTS'),
   };
 }
 

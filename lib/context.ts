@@ -36,6 +36,10 @@ export interface Context {
   limiter: RateLimiter;
   /** Take the client address from X-Forwarded-For (only behind a proxy you run). */
   trustProxy: boolean;
+  /** Store events whose User-Agent is a bot's (README "Bots"); by default they are dropped. */
+  keepBots: boolean;
+  /** Ingest requests from bots answered without storing anything, since this process started. */
+  botsDropped: number;
 }
 
 /** What a server passes beside the Request (Deno.serve's ServeHandlerInfo shape, plus `respond`). */

@@ -1,4 +1,5 @@
 // Event shapes and their pure normalisation: ingest fields → stored shape (docs/api.md#events).
+import type { ClientInfo } from './client-info.ts';
 
 /** Types the service recognises (docs/api.md#event-fields). Others are accepted as they are. */
 export const KNOWN_EVENT_TYPES = [
@@ -35,6 +36,11 @@ export interface StoredEvent {
    * absent on events sent without a key. A client's own `projectId` field is dropped by normalise.
    */
   projectId?: string;
+  /**
+   * Browser, OS and device of the sender, from the request's User-Agent (lib/client-info.ts); set by
+   * POST /api/events and /api/beacon, replacing a client's own `client` field. Never the raw header.
+   */
+  client?: ClientInfo;
 }
 
 /** Client timestamps further ahead than this are replaced by server time (clock skew). */

@@ -58,6 +58,11 @@ export interface HandlerDeps {
   rateLimit?: RateLimitOptions;
   /** Take the client address from X-Forwarded-For. */
   trustProxy?: boolean;
+  /**
+   * Store events sent with a bot's User-Agent (crawlers, HTTP libraries, headless browsers) on
+   * /api/events and /api/beacon; by default they are dropped (SERVICE_KEEP_BOTS, README "Bots").
+   */
+  keepBots?: boolean;
 }
 
 /** The fetch handler; `R` is `Response | null` when it was created with `fallthrough: true`. */
@@ -108,6 +113,8 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
     assetsRoot: withSlash(deps.assetsRoot ?? dir('../dist/assets/')),
     limiter: createRateLimiter(deps.rateLimit ?? { rate: 1000, burst: 2000 }),
     trustProxy: deps.trustProxy ?? false,
+    keepBots: deps.keepBots ?? false,
+    botsDropped: 0,
   };
 
   // Events other instances stored reach live streams; their issues are the other instance's to process.

@@ -73,7 +73,8 @@ function register() {
   });
 
   async function open(path: string, scheme: 'light' | 'dark', signedIn: boolean): Promise<Page> {
-    // bypassCSP: the pages allow scripts from self only, and axe is injected inline by the test.
+    // axe-core is injected as an inline script, which the pages' Content-Security-Policy forbids:
+    // the test's browser bypasses it (the pages' own scripts are still checked against it elsewhere).
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: scheme, bypassCSP: true });
     ctx.setDefaultTimeout(15_000);
     await ctx.route('**/assets/config.js', (route) => route.fulfill({ status: 200, contentType: 'application/javascript', body: DEV_CONFIG_SCRIPT }));

@@ -15,6 +15,7 @@ test('defaults: port 3000, sqlite at the default path, no owner, no provider', (
   assert.is(c.trustUserHeaderForced, false);
   assert.is(c.trustHeader, true, 'no provider → header trust');
   assert.equal(c.authorizedParties, []);
+  assert.is(c.keepBots, false, 'bots are dropped unless asked');
 });
 
 test('every variable is read', () => {
@@ -25,12 +26,13 @@ test('every variable is read', () => {
       DEFAULT_INGEST_OWNER_USER_ID: 'user_1', SERVICE_TRUST_USER_HEADER: 'true',
       IDP_JWT_ISSUER: 'https://idp.example/', IDP_JWKS_URL: 'https://idp.example/keys', IDP_AUTHORIZED_PARTIES: 'a, b',
       IDP_PUBLISHABLE_KEY: 'pk_test_' + btoa('idp.example$'), SERVICE_RATE_LIMIT: '0', SERVICE_RATE_BURST: '5', SERVICE_TRUST_PROXY: 'true',
+      SERVICE_KEEP_BOTS: '1',
     },
     root,
   );
   assert.equal(
-    [c.port, c.host, c.storage, c.dbPath, c.bufferSize, c.retentionDays, c.maxEvents, c.defaultOwner, c.trustUserHeaderForced, c.issuer, c.jwksUrl, c.authorizedParties, c.publishableKey, c.rateLimit, c.rateBurst, c.trustProxy],
-    [8080, '127.0.0.1', 'memory', '/var/lib/wt.sqlite', 50, 7, 1000, 'user_1', true, 'https://idp.example', 'https://idp.example/keys', ['a', 'b'], 'pk_test_' + btoa('idp.example$'), 0, 5, true],
+    [c.port, c.host, c.storage, c.dbPath, c.bufferSize, c.retentionDays, c.maxEvents, c.defaultOwner, c.trustUserHeaderForced, c.issuer, c.jwksUrl, c.authorizedParties, c.publishableKey, c.rateLimit, c.rateBurst, c.trustProxy, c.keepBots],
+    [8080, '127.0.0.1', 'memory', '/var/lib/wt.sqlite', 50, 7, 1000, 'user_1', true, 'https://idp.example', 'https://idp.example/keys', ['a', 'b'], 'pk_test_' + btoa('idp.example$'), 0, 5, true, true],
   );
 });
 
@@ -58,6 +60,7 @@ test('invalid values name their variable', () => {
   rejects({ IDP_JWT_ISSUER: 'not a url' }, 'IDP_JWT_ISSUER');
   rejects({ IDP_JWKS_URL: 'ftp://x' }, 'IDP_JWKS_URL');
   rejects({ SERVICE_RATE_LIMIT: 'fast' }, 'SERVICE_RATE_LIMIT');
+  rejects({ SERVICE_KEEP_BOTS: 'some' }, 'SERVICE_KEEP_BOTS');
   rejects({ IDP_PUBLISHABLE_KEY: 'sk_live_abc' }, 'IDP_PUBLISHABLE_KEY');
   rejects({ SERVICE_STORAGE: 'postgres' }, 'DATABASE_URL');
   rejects({ SERVICE_STORAGE: 'postgres', DATABASE_URL: 'mysql://x' }, 'DATABASE_URL');

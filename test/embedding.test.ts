@@ -45,7 +45,7 @@ async function checkEmbedding(url: string) {
   assert.is(await (await fetch(`${url}/form`, { method: 'POST', body: 'a=1' })).text(), 'host app: POST /form a=1');
 }
 
-const telemetry = (files: typeof nodeFiles) => createHandler({ store: createMemoryStore(), files, basePath: '/telemetry', fallthrough: true, log: () => {} });
+const telemetry = (files: typeof nodeFiles) => createHandler({ store: createMemoryStore(), files, basePath: '/telemetry', fallthrough: true, keepBots: true, log: () => {} });
 
 test('embedding in a node:http server: the listener hands what it does not own to the host app', async () => {
   const hostApp = (req: IncomingMessage, res: ServerResponse) => {
@@ -67,7 +67,7 @@ test('embedding in a node:http server: the listener hands what it does not own t
 });
 
 test('embedding in a Hono app served by @hono/node-server', async () => {
-  const handler = createHandler({ store: createMemoryStore(), files: nodeFiles, basePath: '/telemetry', log: () => {} });
+  const handler = createHandler({ store: createMemoryStore(), files: nodeFiles, basePath: '/telemetry', keepBots: true, log: () => {} });
   const app = new Hono();
   app.all('/telemetry/*', (c) => handler(c.req.raw, { remoteAddr: { hostname: getConnInfo(c).remote.address } }));
   app.all('*', async (c) => {

@@ -58,7 +58,8 @@ function succeeded(result: Run, what: string): string {
  * is each runtime's own server, defined before this text.
  */
 const CHECKS = `
-const post = { method: 'POST', headers: { 'content-type': 'application/json' },
+// A browser's user agent: the runtime's own fetch is a bot, whose events are not stored by default.
+const post = { method: 'POST', headers: { 'content-type': 'application/json', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0' },
   body: JSON.stringify({ type: 'custom', userId: 'user_1', data: { name: 'packaged' } }) };
 const asUser = { headers: { 'x-idp-user-id': 'user_1' } };
 const json = (base, path, init) => fetch(base + path, init).then(async (r) => ({ status: r.status, body: await r.json() }));

@@ -21,6 +21,7 @@ interface StoredEvent {
   user_id: string | null;
   appName: string | null;
   referrer?: string;
+  client?: { browser: string | null; os: string | null; device: string | null };
   projectId?: string;
   url: string | null;
   route: string | null;
@@ -280,7 +281,10 @@ setTimeout(rejectOnPurpose, 80);`;
     await page.waitForURL(app('/page.html'));
     assert.is(await page.evaluate('document.referrer'), `${elsewhere}/app/from.html?q=private+search`, 'the browser gave the full URL');
     const first = await waitForEvents(user, (e) => e.some((x) => x.type === 'pageload'));
-    assert.is(first.find((e) => e.type === 'pageload')!.referrer, elsewhere);
+    const load = first.find((e) => e.type === 'pageload')!;
+    assert.is(load.referrer, elsewhere);
+    // The browser itself, as its User-Agent says: headless Chromium on Linux, a bot the server keeps here.
+    assert.equal([load.client?.browser, load.client?.os, load.client?.device], ['Chrome', 'Linux', 'bot']);
 
     await page.click('#away');
     await page.waitForURL(app('/other.html'));

@@ -17,7 +17,7 @@ declare const Deno:
 interface Served { url: string; handler: FetchHandler; close(): Promise<void> }
 
 async function serveNode(): Promise<Served> {
-  const handler = createHandler({ store: createMemoryStore(), log: () => {} });
+  const handler = createHandler({ store: createMemoryStore(), keepBots: true, log: () => {} });
   const server: Server = createServer(toNodeListener(handler));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
@@ -33,7 +33,7 @@ async function serveNode(): Promise<Served> {
 }
 
 async function serveDeno(): Promise<Served> {
-  const handler = createHandler({ store: createMemoryStore(), log: () => {} });
+  const handler = createHandler({ store: createMemoryStore(), keepBots: true, log: () => {} });
   const server = Deno!.serve({ port: 0, hostname: '127.0.0.1', onListen: () => {} }, handler);
   return {
     url: `http://127.0.0.1:${server.addr.port}`,

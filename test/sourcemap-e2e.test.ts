@@ -55,7 +55,8 @@ function register() {
     token = await jwks.sign({ sub: 'u1', exp: Math.floor(Date.now() / 1000) + 3600 });
     const records = createMemoryRecords();
     await records.put([{ kind: 'project', id: '7', userId: 'u1', body: { name: 'shop' } }]);
-    handler = createHandler({ store: createMemoryStore(), records, auth: createAuthenticator({ trustHeader: false, issuer: jwks.issuer, jwksUrl: jwks.jwksUrl }), log: () => {} });
+    // keepBots: the app runs in headless Chromium, a bot to the ingest filter.
+    handler = createHandler({ store: createMemoryStore(), records, keepBots: true, auth: createAuthenticator({ trustHeader: false, issuer: jwks.issuer, jwksUrl: jwks.jwksUrl }), log: () => {} });
     watchtower = createServer(toNodeListener(handler));
     wt = await listen(watchtower);
     // The monitored app's own server: its page reports errors to Watchtower, with the release in ?release=.

@@ -5,6 +5,7 @@ import { CORS_HEADERS, HttpError, json, jsonText, NOSNIFF, type JsonReply } from
 import { resolveOwner } from '../owner.ts';
 import { limitProject, projectOfKey, requestKey, type KeyedProject } from '../projects.ts';
 import { batchItems, batchSentAt, parseEventsQuery, parseExportQuery, validateEvents } from '../schema.ts';
+import { clientInfo } from '../client-info.ts';
 import { announceStored, clientAddress, ownProject, requireUser, type Context, type ServeInfo } from '../context.ts';
 import { InvalidCursorError } from '../store/types.ts';
 
@@ -13,9 +14,19 @@ export const ingest = (request: Request, ctx: Context, info?: ServeInfo) => rece
 /** POST /api/beacon: sendBeacon never reads the answer, so it carries the counts only. */
 export const beacon = (request: Request, ctx: Context, info?: ServeInfo) => receive(request, ctx, info, false);
 
+const BOT_ANSWER = '{"accepted":0,"rejected":0,"bot":true}';
+
 async function receive(request: Request, ctx: Context, info: ServeInfo | undefined, echo: boolean): Promise<JsonReply> {
   const wait = ctx.limiter.take(clientAddress(ctx, request, info), ctx.now());
   if (wait) throw new HttpError(429, 'rate_limited', 'Too many requests; retry later', { 'retry-after': String(wait) });
+  // Browser, OS and device, from a cache of recent user agents: the raw header is never stored.
+  const client = clientInfo(request.headers.get('user-agent'));
+  if (client.device === 'bot' && !ctx.keepBots) {
+    // Answered as a success, so crawlers and SDKs do not retry, before the body is even read; the
+    // answer says why nothing was stored, for a person trying the endpoint with curl (README "Bots").
+    ctx.botsDropped++;
+    return jsonText(BOT_ANSWER, 202);
+  }
   checkContentType(request);
   // A bad or forged token never claims ownership: the sender is then simply unidentified.
   const { userId: authUser } = await ctx.auth.resolve(request);
@@ -34,6 +45,8 @@ async function receive(request: Request, ctx: Context, info: ServeInfo | undefin
   const events = valid.map((raw) => {
     const owner = resolveOwner({ authUser, projectOwner, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId, trustEventUserId: ctx.trustEventUserId });
     const event = normalise(raw, { now, receivedAt, clockOffsetMs, owner });
+    // One frozen object shared by the request's events; it replaces a client's own `client` field.
+    event.client = client;
     // The project only on its owner's events: a signed-in user's own events never join another's project.
     if (keyed && owner === projectOwner) event.projectId = keyed.project.id;
     return event;

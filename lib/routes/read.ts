@@ -22,6 +22,7 @@ export async function health(_request: Request, ctx: Context): Promise<JsonReply
     ...store,
     knownEventTypes: KNOWN_EVENT_TYPES,
     streamSubscribers: ctx.hub.size,
+    botsDropped: ctx.botsDropped,
     issues: { queued: ctx.monitor.processor.pending, dropped: ctx.monitor.processor.dropped, failed: ctx.monitor.processor.failed },
     alerts: { email: ctx.monitor.alerts.emailEnabled ? 'enabled' : 'disabled (SMTP_URL is not set)', webhook: 'enabled' },
     timestamp: new Date(ctx.now()).toISOString(),

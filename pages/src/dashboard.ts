@@ -1,10 +1,12 @@
 // /dashboard: hidden until the session is confirmed (a visitor without one goes to /login/), then
-// statistics, events and the live feed of the user's own events, for the time range, filters and
-// route that the query string names (so a view can be bookmarked, and back/forward restore it).
+// statistics, events and the live feed of the user's own events, for the time range, project,
+// filters and route that the query string names (so a view can be bookmarked, and back/forward
+// restore it). Every request for numbers or events carries the chosen project.
 import type { StoredEvent } from '../../lib/event.ts';
 import type { Stats } from '../../lib/stats.ts';
 import { download, ndjsonToCsv } from './lib/csv.ts';
 import { byId } from './lib/dom.ts';
+import type { Project } from './lib/projects.ts';
 import { runDashboard } from './lib/controller.ts';
 import { eventsQuery, exportName, statsQuery } from './lib/range.ts';
 import { api, authHeaders, currentSession, signOut, syncUser } from './lib/session.ts';
@@ -22,7 +24,10 @@ async function start(name: string, s: NonNullable<typeof session>) {
   const syncing = syncUser(s);
   // (Its failure is reported below, once awaited; until then it must not count as unhandled.)
   syncing.catch(() => {});
-  const view = createDashboardView({ live: true, ranges: true });
+  // The switcher's list, asked for beside the numbers (the chosen project comes from the URL).
+  const projectList = api('/api/projects').then(async (r) => (r.ok ? ((await r.json()) as { projects: Project[] }).projects : null));
+  projectList.catch(() => {});
+  const view = createDashboardView({ live: true, ranges: true, projects: true });
   byId('user-name').textContent = name;
   byId('user-id').textContent = s.userId;
   byId('sign-out').addEventListener('click', () => void signOut());
@@ -32,8 +37,8 @@ async function start(name: string, s: NonNullable<typeof session>) {
     view.setNotice(`${what} could not be loaded (${r.status}${r.status === 503 ? ', the identity provider or the database is unavailable' : ''}); new events will retry.`);
 
   const dashboard = runDashboard(view, {
-    async stats(span) {
-      const r = await api(`/api/stats${statsQuery(span)}`);
+    async stats(span, project) {
+      const r = await api(`/api/stats${statsQuery(span, project)}`);
       if (!r.ok) {
         failed('Statistics', r);
         return null;
@@ -68,6 +73,9 @@ async function start(name: string, s: NonNullable<typeof session>) {
 
   // The shell appears with its numbers, never with placeholders that then jump.
   await dashboard.load();
+  const projects = await projectList.catch(() => null);
+  if (projects) view.setProjects(projects);
+  else view.setNotice('Your projects could not be loaded; reload to choose one.');
   // A failed sync only loses the profile record (email, name); the events are still the user's.
   const synced = await syncing;
   if (synced !== 200) view.setNotice(`Your profile could not be recorded (${synced}); it will be on your next visit.`);

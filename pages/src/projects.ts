@@ -1,16 +1,8 @@
 // /projects/: the signed-in user's projects (docs/api.md#projects): create, rename, set origins,
 // rotate the key, delete, and copy the ready-to-paste script tag and Sentry DSN of each.
 import { byId, el } from './lib/dom.ts';
+import { dsn, scriptTag, type Project } from './lib/projects.ts';
 import { api, currentSession } from './lib/session.ts';
-
-interface Project {
-  id: string;
-  name: string;
-  key: string;
-  allowedOrigins: string[];
-  createdAt: string;
-  rateLimitPerMinute: number;
-}
 
 const session = await currentSession();
 if (!session) location.replace('/login/');
@@ -34,9 +26,6 @@ async function answer<T>(response: Response): Promise<T> {
 const send = (path: string, method: string, body?: unknown) =>
   api(path, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
 
-const scriptTag = (p: Project) =>
-  `<script src="${location.origin}/sdk/watchtower.js"\n        data-key="${p.key}" data-app-name="${p.name.replace(/[^\w.-]+/g, '-').toLowerCase()}" defer></script>`;
-const dsn = (p: Project) => `${location.protocol}//${p.key}@${location.host}/${p.id}`;
 
 async function start(name: string) {
   byId('user-name').textContent = name;
@@ -80,9 +69,9 @@ async function start(name: string) {
       el('p', { class: 'note' }, `Project ${p.id} · created ${new Date(p.createdAt).toLocaleString()} · up to ${p.rateLimitPerMinute.toLocaleString('en-US')} events a minute`),
       el('div', { class: 'project-form' }, el('label', {}, 'Name ', nameInput), el('label', {}, 'Allowed origins ', originsInput), save),
       el('h3', { text: 'Script tag' }),
-      el('pre', {}, el('code', { class: 'snippet', text: scriptTag(p) })),
+      el('pre', {}, el('code', { class: 'snippet', text: scriptTag(p, location.origin) })),
       el('h3', { text: 'Sentry DSN' }),
-      el('pre', {}, el('code', { class: 'dsn', text: dsn(p) })),
+      el('pre', {}, el('code', { class: 'dsn', text: dsn(p, location) })),
       el('p', { class: 'note' }, 'Key ', el('code', { class: 'key', text: p.key }), '. Rotating it stops the old one at once: update your pages first.'),
       el('div', { class: 'actions' }, rotate, remove),
       error,

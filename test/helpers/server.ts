@@ -23,12 +23,18 @@ export function serverCommand(): [string, string[]] {
     : [process.execPath, ['--import', 'tsx', 'server.ts']];
 }
 
+/**
+ * The tests' own clients (fetch says `node` or `Deno/…`, the browser `HeadlessChrome`) are bots to
+ * the ingest filter: servers started here keep bots' events unless a test sets SERVICE_KEEP_BOTS=''.
+ */
+const TEST_ENV = { PORT: '0', HOST: '127.0.0.1', SERVICE_STORAGE: 'memory', SERVICE_KEEP_BOTS: 'true' };
+
 /** Starts server.ts with PORT=0 (unless given) and resolves once it listens. */
 export function startServer(env: Record<string, string> = {}, timeoutMs = 20_000, command = serverCommand()): Promise<RunningServer> {
   const [cmd, args] = command;
   const child = spawn(cmd, args, {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', SERVICE_STORAGE: 'memory', ...env },
+    env: { ...process.env, ...TEST_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -70,7 +76,7 @@ export function startServer(env: Record<string, string> = {}, timeoutMs = 20_000
 /** Runs server.ts to completion (for start-up failures) and returns its exit code and output. */
 export function runServerToExit(env: Record<string, string>, timeoutMs = 20_000): Promise<{ code: number | null; output: string }> {
   const [cmd, args] = serverCommand();
-  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1', SERVICE_STORAGE: 'memory', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1', SERVICE_STORAGE: 'memory', SERVICE_KEEP_BOTS: 'true', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (c) => (output += c));
   child.stderr!.on('data', (c) => (output += c));

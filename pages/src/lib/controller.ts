@@ -8,9 +8,9 @@ import { endsNow, previousSpan, readState, spanOf, writeState, type Span, type V
 import type { DashboardView, Filters } from './view.ts';
 
 export interface DashboardSource {
-  /** Statistics over a span (null: everything); null when they could not be had (the source says why). */
-  stats(span: Span | null): Promise<Stats | null>;
-  /** The most recent events of a span that pass the filters; null when they could not be had. */
+  /** Statistics over a span (null: everything) of a project ('' all); null when they could not be had (the source says why). */
+  stats(span: Span | null, project: string): Promise<Stats | null>;
+  /** The most recent events of a span that pass the filters (project included); null when they could not be had. */
   events(span: Span | null, filters: Filters): Promise<StoredEvent[] | null>;
   /** Offers every event of the span and filters as a file. */
   exportEvents(format: 'ndjson' | 'csv', span: Span | null, filters: Filters): Promise<void>;
@@ -35,12 +35,13 @@ export function runDashboard(view: DashboardView, source: DashboardSource, clock
   const loadStats = async (gen: number): Promise<(() => Promise<void>) | null> => {
     const now = clock();
     const span = spanOf(state, now);
-    const stats = await source.stats(span);
+    const project = state.project;
+    const stats = await source.stats(span, project);
     if (gen !== generation || !stats) return null;
     view.showStats(stats, { span, now });
     return async () => {
       // "All" has no previous period; one without events has nothing to compare with.
-      const previous = span ? await source.stats(previousSpan(span)) : undefined;
+      const previous = span ? await source.stats(previousSpan(span), project) : undefined;
       if (gen === generation) view.showComparison(stats, previous === undefined ? undefined : previous && previous.totalEvents > 0 ? previous : null);
     };
   };
@@ -67,7 +68,7 @@ export function runDashboard(view: DashboardView, source: DashboardSource, clock
     if (query !== writeState(state)) history.pushState(null, '', location.pathname + query);
     state = next;
     view.setState(state);
-    if (change.range !== undefined) void load('all', true);
+    if (change.range !== undefined || change.project !== undefined) void load('all', true);
     else if (change.type !== undefined || change.version !== undefined) void load('events');
   });
   addEventListener('popstate', () => {

@@ -1,4 +1,4 @@
-// The dashboard's view state (time range, filters, selected route) and its query string, and the
+// The dashboard's view state (time range, project, filters, selected route) and its query string, and the
 // time spans it asks the API for. Pure functions: no DOM, so tests run them directly.
 
 export type Preset = '24h' | '7d' | '30d' | '90d' | 'all';
@@ -22,6 +22,8 @@ export interface ViewState {
   range: RangeKey;
   from: string;
   to: string;
+  /** A project's id, or '' for every event of the user (GET /api/projects). */
+  project: string;
   type: string;
   version: string;
   route: string;
@@ -57,7 +59,9 @@ export function readState(search: string): ViewState {
       from = to = '';
     }
   }
-  return { range, from, to, type: text('type'), version: text('version'), route: text('route') };
+  // Project ids are digits (docs/api.md#projects); anything else means every project.
+  const project = /^\d{1,20}$/.test(q.get('project') ?? '') ? q.get('project')! : '';
+  return { range, from, to, project, type: text('type'), version: text('version'), route: text('route') };
 }
 
 /** The query string of a view (with its `?`, or '' for the default view): only what differs from the default. */
@@ -68,7 +72,7 @@ export function writeState(s: ViewState): string {
     q.set('from', s.from);
     q.set('to', s.to);
   }
-  for (const k of ['type', 'version', 'route'] as const) if (s[k]) q.set(k, s[k]);
+  for (const k of ['project', 'type', 'version', 'route'] as const) if (s[k]) q.set(k, s[k]);
   const text = q.toString();
   return text ? `?${text}` : '';
 }
@@ -99,16 +103,18 @@ export const previousSpan = (span: Span): Span => ({ from: 2 * span.from - span.
 export const endsNow = (s: Pick<ViewState, 'range' | 'from' | 'to'>, now: number): boolean =>
   s.range !== 'custom' || parseDay(s.to) + DAY > now;
 
-/** Query parameters of GET /api/stats for a span (none for "all"). */
-export function statsQuery(span: Span | null): string {
-  if (!span) return '';
-  const q = new URLSearchParams({ from: new Date(span.from).toISOString(), to: new Date(span.to).toISOString(), interval: span.interval });
-  return `?${q}`;
+/** Query parameters of GET /api/stats for a span (none for "all") and a project ('' for all of them). */
+export function statsQuery(span: Span | null, project = ''): string {
+  const q = new URLSearchParams(span ? { from: new Date(span.from).toISOString(), to: new Date(span.to).toISOString(), interval: span.interval } : {});
+  if (project) q.set('project', project);
+  const text = q.toString();
+  return text ? `?${text}` : '';
 }
 
-/** Query parameters of GET /api/events and /api/events/export for a span and the filters. */
-export function eventsQuery(span: Span | null, f: { type: string; version: string }, extra: Record<string, string> = {}): URLSearchParams {
+/** Query parameters of GET /api/events and /api/events/export for a span, the project and the filters. */
+export function eventsQuery(span: Span | null, f: { type: string; version: string; project?: string }, extra: Record<string, string> = {}): URLSearchParams {
   const q = new URLSearchParams(extra);
+  if (f.project) q.set('project', f.project);
   if (span) {
     q.set('since', new Date(span.from).toISOString());
     q.set('until', new Date(span.to).toISOString());

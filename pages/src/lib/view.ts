@@ -6,11 +6,12 @@ import type { Stats } from '../../../lib/stats.ts';
 import { barChart, lineChart } from './charts.ts';
 import { eventCells, EVENT_COLUMNS } from './csv.ts';
 import { el, fmt, formatTime, summarize } from './dom.ts';
+import { scriptTag, type Project } from './projects.ts';
 import { delta, describeRange, parseDay, PRESETS, type RangeKey, type Span, type ViewState } from './range.ts';
 import { csvButton, fillTable, tableFor, type TableModel } from './tables.ts';
 
 type Chart = { destroy(): void };
-export type Filters = { type: string; version: string };
+export type Filters = { type: string; version: string; project?: string };
 
 const LIVE_MAX = 50;
 
@@ -34,12 +35,14 @@ export interface DashboardView {
   setLiveStatus(text: string, state: 'ok' | 'wait' | 'off'): void;
   /** A problem to show above the panels; null clears it. */
   setNotice(text: string | null): void;
-  /** Shows the state in the controls (range, filters, route), e.g. after back/forward. */
+  /** The user's projects, for the switcher (a view made with `projects: true`). */
+  setProjects(projects: Project[]): void;
+  /** Shows the state in the controls (range, project, filters, route), e.g. after back/forward. */
   setState(state: ViewState): void;
   /** Marks the panels as loading (aria-busy) while a new range is fetched. */
   setBusy(busy: boolean): void;
   filters(): Filters;
-  /** Called when the visitor changes the range, a filter or the route. */
+  /** Called when the visitor changes the range, the project, a filter or the route. */
   onChange(fn: (change: Partial<ViewState>) => void): void;
   /** Called with the format when the visitor asks for the range's events as a file. */
   onExport(fn: (format: 'ndjson' | 'csv') => void): void;
@@ -79,7 +82,7 @@ function scroller(table: HTMLTableElement, label: string): HTMLElement {
   return el('div', { class: 'table-wrap', attrs: { tabindex: '0', role: 'region', 'aria-label': label } }, table);
 }
 
-export function createDashboardView(options: { live: boolean; ranges: boolean }): DashboardView {
+export function createDashboardView(options: { live: boolean; ranges: boolean; projects?: boolean }): DashboardView {
   const charts = new Map<string, Chart>();
   const chart = (key: string, make: () => Chart) => {
     charts.get(key)?.destroy();
@@ -121,6 +124,25 @@ export function createDashboardView(options: { live: boolean; ranges: boolean })
   const exportFns: ((f: 'ndjson' | 'csv') => void)[] = [];
   exportNd.addEventListener('click', () => exportFns.forEach((fn) => fn('ndjson')));
   exportCsv.addEventListener('click', () => exportFns.forEach((fn) => fn('csv')));
+
+  // Project switcher: every event of the user, or one project's (its key's) events.
+  const projectSelect = el('select', { attrs: { name: 'project' } }, el('option', { text: 'All projects', attrs: { value: '' } }));
+  let projects: Project[] = [];
+  const snippet = el('code', { class: 'snippet' });
+  const snippetNote = el('p', { class: 'note' });
+  const snippetBox = el('pre', { class: 'wrap' }, snippet);
+  const projectPanel = el('section', { class: 'panel panel-project', attrs: { 'aria-labelledby': 'h-project' } },
+    el('div', { class: 'panel-head' }, el('h2', { text: 'Connect your app', attrs: { id: 'h-project' } })),
+    snippetNote, snippetBox,
+    el('p', { class: 'note' }, el('a', { text: 'Manage projects and keys', attrs: { href: '/projects/' } })));
+  const showSnippet = () => {
+    const p = projects.find((x) => x.id === projectSelect.value);
+    snippetBox.hidden = !p;
+    snippet.textContent = p ? scriptTag(p, location.origin) : '';
+    snippetNote.textContent = p
+      ? `Paste this into the pages of ${p.name}: their events arrive here, tagged with project ${p.id}.`
+      : projects.length ? 'Choose a project above to see the script tag for its pages.' : 'Create a project to get a script tag for your app.';
+  };
 
   const typeFilter = el('select', { attrs: { name: 'type' } }, el('option', { text: 'All types', attrs: { value: '' } }));
   const versionFilter = el('select', { attrs: { name: 'version' } }, el('option', { text: 'All versions', attrs: { value: '' } }));
@@ -174,12 +196,14 @@ export function createDashboardView(options: { live: boolean; ranges: boolean })
       scroller(el('table', { class: 'events' },
         el('thead', {}, el('tr', {}, ...['Time', 'Type', 'Version', 'Details'].map((h) => el('th', { text: h, attrs: { scope: 'col' } })))),
         eventsBody), 'Events')),
+    options.projects ? projectPanel : null,
   );
 
   const root = el('div', { class: 'dash' },
     notice,
     options.ranges
       ? el('section', { class: 'toolbar', attrs: { 'aria-label': 'Time range and export' } },
+        options.projects ? el('label', { class: 'project-switch' }, el('span', { text: 'Project' }), projectSelect) : null,
         picker, customForm, el('div', { class: 'exports' }, el('span', { class: 'note', text: 'Download' }), exportNd, exportCsv), rangeNote)
       : null,
     kpis,
@@ -190,7 +214,11 @@ export function createDashboardView(options: { live: boolean; ranges: boolean })
 
   const changeFns: ((c: Partial<ViewState>) => void)[] = [];
   const emit = (c: Partial<ViewState>) => changeFns.forEach((fn) => fn(c));
-  const filters = (): Filters => ({ type: typeFilter.value, version: versionFilter.value });
+  const filters = (): Filters => ({ type: typeFilter.value, version: versionFilter.value, project: projectSelect.value });
+  projectSelect.addEventListener('change', () => {
+    showSnippet();
+    emit({ project: projectSelect.value });
+  });
   typeFilter.addEventListener('change', () => emit({ type: typeFilter.value }));
   versionFilter.addEventListener('change', () => emit({ version: versionFilter.value }));
   routeSelect.addEventListener('change', () => {
@@ -302,7 +330,22 @@ export function createDashboardView(options: { live: boolean; ranges: boolean })
       grid.setAttribute('aria-busy', String(busy));
       kpis.setAttribute('aria-busy', String(busy));
     },
+    setProjects(list) {
+      projects = list;
+      const wanted = projectSelect.value;
+      projectSelect.replaceChildren(el('option', { text: 'All projects', attrs: { value: '' } }),
+        ...list.map((p) => el('option', { text: p.name, attrs: { value: p.id } })));
+      // A bookmarked project that is gone (deleted, or another user's) stays named, so the notice of its 404 makes sense.
+      if (wanted && !list.some((p) => p.id === wanted)) projectSelect.append(el('option', { text: `Project ${wanted} (not found)`, attrs: { value: wanted } }));
+      projectSelect.value = wanted;
+      showSnippet();
+    },
     setState(s) {
+      if (s.project && ![...projectSelect.options].some((o) => o.value === s.project)) {
+        projectSelect.append(el('option', { text: `Project ${s.project}`, attrs: { value: s.project } }));
+      }
+      projectSelect.value = s.project;
+      showSnippet();
       const radio = radios.get(s.range);
       if (radio) radio.checked = true;
       customForm.hidden = s.range !== 'custom';
@@ -436,7 +479,7 @@ export function createDashboardView(options: { live: boolean; ranges: boolean })
     addLive(events) {
       learn(events);
       const f = filters();
-      const shown = events.filter((e) => (!f.type || e.type === f.type) && (!f.version || e.deployVersion === f.version));
+      const shown = events.filter((e) => (!f.type || e.type === f.type) && (!f.version || e.deployVersion === f.version) && (!f.project || e.projectId === f.project));
       for (const e of shown) liveList.prepend(rowFor(e, true));
       if (shown.length) liveEmpty.hidden = true;
       while (liveList.childElementCount > LIVE_MAX) liveList.lastElementChild!.remove();
