@@ -17,6 +17,7 @@ import {
   routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
+import { compactClosedDays, DayPartCache, decodeDay } from './postgres-compaction.ts';
 import { isoBounds } from './filter.ts';
 import { MIGRATION_LOCK, MIGRATIONS, type Migration } from './postgres-migrations.ts';
 import {
@@ -42,6 +43,8 @@ export interface PostgresStoreOptions {
   retentionDays?: number;
   /** How often an instance checks for days to drop and partitions to create (default 1 hour). */
   maintenanceIntervalMs?: number;
+  /** Bytes of decoded compacted rollup days kept in memory for stats (default 128 MiB). */
+  rollupCacheBytes?: number;
 }
 
 export const DEFAULT_CHANNEL = 'watchtower_events';
@@ -206,6 +209,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   // for its partitions first (and the next days', so that midnight needs no DDL); an insert that
   // still finds none (retention dropped a day it knew) forgets what it knew and asks again.
   const knownDays = new Set<number>();
+  const dayCache = new DayPartCache(options.rollupCacheBytes ?? 128 * 1024 * 1024);
   const ensurePartitions = async (first: number, last: number) => {
     await guard('create partitions', () => sql`select watchtower_ensure_partitions(${first}::integer, ${last}::integer)`);
     for (let d = first; d <= last; d++) knownDays.add(d);
@@ -225,12 +229,24 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     const cutoff = today - retentionDays;
     const dropped = await guard('retention', () => dropDaysBefore(sql, cutoff));
     await guard('retention', () => sql`delete from watchtower_event_ids where day < ${cutoff}::integer`);
+    await guard('retention', () => sql`delete from watchtower_rollup_days where day < ${cutoff}::integer`);
     for (const d of knownDays) if (d < cutoff) knownDays.delete(d);
     if (dropped) log(`retention dropped ${dropped} day(s) of events received before ${new Date(cutoff * DAY_MS).toISOString()}`);
     return dropped;
   };
+  // Compaction of closed days runs in the background (at start it may have a migrated history to
+  // go through), one run at a time per instance; instances running it at once are safe (see
+  // compactDay), only wasteful, and each run finds little left after the first.
+  let compacting: Promise<void> | null = null;
+  const compact = () => {
+    compacting ??= compactClosedDays(sql, Date.now())
+      .then((days) => void (days && log(`compacted the rollups of ${days} closed day(s)`)))
+      .catch((err: unknown) => log(`rollup compaction failed: ${err instanceof Error ? err.message : err}`))
+      .finally(() => (compacting = null));
+  };
   const maintenance = setInterval(() => {
     maintain().catch((err: unknown) => log(`partition maintenance failed: ${err instanceof Error ? err.message : err}`));
+    compact();
   }, options.maintenanceIntervalMs ?? 3_600_000);
   (maintenance as { unref?: () => void }).unref?.();
 
@@ -498,12 +514,15 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       // A bad range is a RangeError before any query.
       planStats(now, range);
       return guard('stats', async () => {
-        // The newest hour with rollups bounds the user's latest event: a range ending after it
-        // takes its last hour whole from rollups rather than reading its raw rows.
+        // The newest hour with rollups (or the end of the newest compacted day) bounds the user's
+        // latest event: a range ending after it takes its last hour whole from rollups rather
+        // than reading its raw rows.
         const [{ hour }] = await sql<{ hour: number | null }[]>`
-          select max(hour) as hour from watchtower_rollups where user_id = ${user} and scope = ${scope} and kind = ${TYPE}::text`;
+          select greatest(
+            (select max(hour) from watchtower_rollups where user_id = ${user} and scope = ${scope} and kind = ${TYPE}::text),
+            (select max(day) * 24 + 23 from watchtower_rollup_days where user_id = ${user} and scope = ${scope})) as hour`;
         const plan = planStats(now, range, hour === null ? -Infinity : (hour + 1) * HOUR_MS - 1);
-        return statsOf(sql, plan, user, scope, projectId === undefined ? null : col(projectId));
+        return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId));
       });
     },
 
@@ -557,6 +576,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     async close() {
       closed = true;
       clearInterval(maintenance);
+      await compacting;
       listener = null;
       if (pinger) clearInterval(pinger);
       await listenSql?.end({ timeout: 1 }).catch(() => {});
@@ -569,6 +589,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     await store.close().catch(() => {});
     throw err;
   }
+  compact();
   return store;
 }
 
@@ -664,7 +685,7 @@ function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, 
  * recent rows (active sessions, errors, activity) by index; a second reads the latest points of
  * each route. Single statements on pooled connections, never a transaction (see guard).
  */
-async function statsOf(sql: postgres.Sql, plan: StatsPlan, user: string, scope: string, project: string | null): Promise<Stats> {
+async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, user: string, scope: string, project: string | null): Promise<Stats> {
   const { now, range: r } = plan;
   const [h0, h1] = plan.fullHours;
   const hours = (from: number, to: number) =>
@@ -682,6 +703,9 @@ async function statsOf(sql: postgres.Sql, plan: StatsPlan, user: string, scope: 
   const inRange = sql`${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
     ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}`;
 
+  // Read alongside the statement below (its failure is reported by the await further down).
+  const days = compactedDays(sql, cache, user, scope, plan.fullHours);
+  days.catch(() => {});
   const [row] = await sql<{
     counters: [string, string, number, number | null, number, number][];
     session_counts: [string, number, number][];
@@ -740,6 +764,8 @@ async function statsOf(sql: postgres.Sql, plan: StatsPlan, user: string, scope: 
     if (!list) sessions.set(hour, (list = []));
     list.push(session);
   }
+  // Closed days: their hour parts within the whole hours (their sessions are counted above).
+  for (const hours of await days) for (const part of hours) if (part.hour >= h0 && part.hour < h1) parts.push(part);
   const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut);
   const edges = HourRollup.fromRows(row.edges.map(([receivedMs, type, version, session, route, duration, rating]) =>
     ({ receivedMs, type, version, session, route, duration, rating })));
@@ -764,4 +790,24 @@ async function statsOf(sql: postgres.Sql, plan: StatsPlan, user: string, scope: 
   }
   const recents: Recents = { activeUsers: row.active, errors: row.errors.map(toEvent), activity: row.activity.map(toEvent), points };
   return assembleStats({ plan, rollups, edges, recents });
+}
+
+/**
+ * The hour parts of the compacted days of a user and scope that overlap the hours [from, to),
+ * decoded: the bytes of days this instance has not cached yet come with the answer, the others
+ * from its cache.
+ */
+async function compactedDays(sql: postgres.Sql, cache: DayPartCache, user: string, scope: string, [from, to]: [number, number]) {
+  const cached = new Map(cache.daysOf(user, scope));
+  const rows = await sql<{ day: number; parts: Uint8Array | null }[]>`
+    select day, case when day = any(${pgArray([...cached.keys()])}::int4[]) then null else parts end as parts
+    from watchtower_rollup_days
+    where user_id = ${user} and scope = ${scope}
+      ${Number.isFinite(from) ? sql`and day >= ${Math.floor(from / 24)}` : sql``}
+      ${Number.isFinite(to) ? sql`and day < ${Math.ceil(to / 24)}` : sql``}`;
+  return rows.map(({ day, parts }) => {
+    let hours = cached.get(day);
+    if (!hours) cache.set(user, scope, day, (hours = decodeDay(parts!)));
+    return hours;
+  });
 }
