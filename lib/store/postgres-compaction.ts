@@ -127,10 +127,11 @@ export async function compactDay(sql: postgres.Sql, day: number): Promise<number
 }
 
 /**
- * Compacts every day that still has counter rows (but session counters) and ended at least COMPACT_AFTER_MS before `now`.
- * Resolves to the number of days that had something to compact.
+ * Compacts every day that still has counters to merge (session counters aside) and ended at least
+ * COMPACT_AFTER_MS before `now`. Resolves to the number of days that had something to compact. `stop` is asked between days (a
+ * store closing stops after the day in hand).
  */
-export async function compactClosedDays(sql: postgres.Sql, now: number): Promise<number> {
+export async function compactClosedDays(sql: postgres.Sql, now: number, stop = () => false): Promise<number> {
   const before = Math.floor((now - COMPACT_AFTER_MS) / 86_400_000);
   const days = (await sql<{ day: number }[]>`
     select substr(c.relname, length('watchtower_rollups') + 3)::integer as day
@@ -138,7 +139,8 @@ export async function compactClosedDays(sql: postgres.Sql, now: number): Promise
     where p.relname = 'watchtower_rollups' and c.relname ~ '_p[0-9]+$'`).map((r) => r.day).filter((d) => d < before);
   let compacted = 0;
   for (const day of days.sort((a, b) => a - b)) {
-      const [{ any }] = await sql<{ any: boolean }[]>`
+    if (stop()) break;
+    const [{ any }] = await sql<{ any: boolean }[]>`
       select exists (select 1 from watchtower_rollups where hour >= ${day * 24} and hour < ${day * 24 + 24}
                      and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char")) as any`;
     if (any && (await compactDay(sql, day)) > 0) compacted++;

@@ -239,7 +239,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   // compactDay), only wasteful, and each run finds little left after the first.
   let compacting: Promise<void> | null = null;
   const compact = () => {
-    compacting ??= compactClosedDays(sql, Date.now())
+    compacting ??= compactClosedDays(sql, Date.now(), () => closed)
       .then((days) => void (days && log(`compacted the rollups of ${days} closed day(s)`)))
       .catch((err: unknown) => log(`rollup compaction failed: ${err instanceof Error ? err.message : err}`))
       .finally(() => (compacting = null));
