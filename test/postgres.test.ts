@@ -271,7 +271,7 @@ async function register() {
    * compaction may have made of a past day at any time).
    */
   const rollupsAgainstRaw = (user: string) => db.query(async (sql) => {
-    const [row] = await sql<{ raw: { what: string; at: number; n: number }[]; rolled: { what: string; at: number; n: number }[] }[]>`
+    const [row] = await sql<{ raw: { what: string; at: number; n: number }[]; rolled: { what: string; at: number; n: number }[]; compacted: string[] }[]>`
       select
         (select coalesce(json_agg(x order by x::text), '[]') from (
            select 'events' as what, floor(extract(epoch from received_at) / 3600)::int as at, count(*)::int as n
@@ -288,13 +288,17 @@ async function register() {
            union all
            select 'sessions', hour, n::int from watchtower_rollups where user_id = ${user} and scope = '' and kind = 's'
            union all
-           select 'day sessions', hour / 24, n::int from watchtower_rollups where user_id = ${user} and scope = '' and kind = 'S') x) as rolled`;
-    const compacted = await sql<{ parts: Uint8Array }[]>`select parts from watchtower_rollup_days where user_id = ${user} and scope = ''`;
+           select 'day sessions', hour / 24, n::int from watchtower_rollups where user_id = ${user} and scope = '' and kind = 'S') x) as rolled,
+        -- In the same statement (one snapshot), or a compaction committing in between would count twice or not at all.
+        (select coalesce(json_agg(encode(parts, 'base64')), '[]') from watchtower_rollup_days where user_id = ${user} and scope = '') as compacted`;
+
     // Summed per (what, at): a closed day that took an event after its compaction has both.
     const rolled = new Map<string, number>();
     const add = (what: string, at: number, n: number) => rolled.set(`${what} ${at}`, (rolled.get(`${what} ${at}`) ?? 0) + n);
     for (const { what, at, n } of row.rolled) add(what, at, n);
-    for (const { parts } of compacted) for (const part of decodeDay(parts)) add('events', part.hour, part.total);
+    for (const base64 of row.compacted) {
+      for (const part of decodeDay(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)))) add('events', part.hour, part.total);
+    }
     return {
       raw: row.raw.map(({ what, at, n }) => `${what} ${at} ${n}`).sort(),
       rolled: [...rolled].map(([k, n]) => `${k} ${n}`).sort(),
@@ -371,12 +375,15 @@ async function register() {
     };
     await all(store, events);
     const compactedDays = () => db.query(async (sql) => (await sql`select count(*)::int as n from watchtower_rollup_days where user_id = 'cmp'`)[0].n as number);
-    const counterDays = () => db.query(async (sql) =>
-      (await sql`select count(distinct hour / 24)::int as n from watchtower_rollups
-                 where user_id = 'cmp' and hour < ${today * 24} and kind not in ('s', 'S')`)[0].n as number);
+    const counterRows = () => db.query(async (sql) =>
+      (await sql`select count(*)::int as n from watchtower_rollups
+                 where user_id = 'cmp' and hour < ${today * 24} and kind not in ('s', 'S') and n > 0`)[0].n as number);
+    const rowsBefore = await counterRows();
     await db.query((sql) => compactClosedDays(sql, now));
     assert.ok((await compactedDays()) >= 20, 'ten days, two scopes');
-    assert.is(await counterDays(), 0, 'no counter rows left for closed days');
+    // Another store's background compaction may have taken a day while its events were still being
+    // inserted (they are "late" here: the test sets receive times); what came after stays counters.
+    assert.ok((await counterRows()) < rowsBefore / 4, `counter rows of closed days: ${rowsBefore} → ${await counterRows()}`);
     // The same store (the first read caches the decoded days, the second uses the cache), and a fresh one.
     await all(store, events);
     await all(store, events);

@@ -71,58 +71,65 @@ const hex = (bytes: Uint8Array) => {
 
 // --- Compaction ---------------------------------------------------------------------------------
 
-interface Group { user: string; scope: string; counters: Map<number, Counter[]>; sum: bigint }
+interface Group { user: string; scope: string; counters: Map<number, Counter[]> }
 
 /**
  * Compacts one day: reads its counter rows, encodes each user and scope's hours, and in one
- * statement stores the day rows and deletes the counter rows they replace. That statement stores
- * a (user, scope) only if the sum of its counters is still what was read (an insert in between
- * adds at least 1) and no row of that day exists yet, so instances compacting the same day at
- * once, or an insert racing the compaction, lose nothing: the loser's work is simply not stored.
- * An insert still running when the rows go adds its counts as new rows (its upsert finds them
- * gone), next to the day row: stats add both. Resolves to the number of (user, scope) rows stored.
+ * statement stores the day rows and subtracts what was read from the counter rows they replace;
+ * a second statement deletes the rows left at zero. A day row is stored only if none exists yet,
+ * and only then is anything subtracted, so instances compacting the same day at once do the work
+ * once. Subtracting (rather than deleting) is what makes an insert racing the compaction safe:
+ * an insert that added to a counter after it was read leaves its own count behind, beside the day
+ * row (stats add both), and a counter at zero that an insert raises again is not deleted.
+ * Resolves to the number of (user, scope) rows stored.
  */
 export async function compactDay(sql: postgres.Sql, day: number): Promise<number> {
   const h0 = day * 24, h1 = h0 + 24;
   const rows = await sql<{ user_id: string; scope: string; hour: number; kind: string; key: string; ms: number; n: string; micros: number }[]>`
     select user_id, scope, hour, kind::text as kind, key, ms, n, micros from watchtower_rollups
-    where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char")`;
+    where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0`;
   if (!rows.length) return 0;
   const groups = new Map<string, Group>();
   for (const r of rows) {
     const k = `${r.user_id}\u0000${r.scope}`;
     let g = groups.get(k);
-    if (!g) groups.set(k, (g = { user: r.user_id, scope: r.scope, counters: new Map(), sum: 0n }));
-    g.sum += BigInt(r.n);
+    if (!g) groups.set(k, (g = { user: r.user_id, scope: r.scope, counters: new Map() }));
     let list = g.counters.get(r.hour);
     if (!list) g.counters.set(r.hour, (list = []));
     list.push({ kind: r.kind, key: r.key, ms: r.ms, n: Number(r.n), micros: r.micros });
   }
-  const cols = { user: [] as string[], scope: [] as string[], parts: [] as string[], sum: [] as string[] };
+  const cols = { user: [] as string[], scope: [] as string[], parts: [] as string[] };
   for (const g of groups.values()) {
     const hours = [...g.counters.keys()].sort((a, b) => a - b);
     cols.user.push(g.user);
     cols.scope.push(g.scope);
     cols.parts.push(hex(encodeDay(hours.map((hour) => counterPart(hour, g.counters.get(hour)!)))));
-    cols.sum.push(String(g.sum));
   }
-  const ofDay = sql`r.hour >= ${h0} and r.hour < ${h1} and r.kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char")`;
+  const read = (f: (r: (typeof rows)[number]) => string | number) => pgArray(rows.map(f));
   const [{ stored }] = await sql<{ stored: number }[]>`
     with input as (
-      select * from unnest(${pgArray(cols.user)}::text[], ${pgArray(cols.scope)}::text[], ${pgArray(cols.parts)}::text[],
-                           ${pgArray(cols.sum)}::int8[]) as t(user_id, scope, parts, sum)
-    ), unchanged as (
-      select i.* from input i
-      where (select coalesce(sum(n), 0) from watchtower_rollups r where r.user_id = i.user_id and r.scope = i.scope and ${ofDay}) = i.sum
+      select * from unnest(${pgArray(cols.user)}::text[], ${pgArray(cols.scope)}::text[], ${pgArray(cols.parts)}::text[])
+        as t(user_id, scope, parts)
     ), stored as (
       insert into watchtower_rollup_days (user_id, scope, day, parts)
-      select user_id, scope, ${day}::integer, decode(parts, 'hex') from unchanged
+      select user_id, scope, ${day}::integer, decode(parts, 'hex') from input
       on conflict do nothing
       returning user_id, scope
-    ), gone as (
-      delete from watchtower_rollups r using stored s where r.user_id = s.user_id and r.scope = s.scope and ${ofDay} returning 1
+    ), counted as (
+      select * from unnest(${read((r) => r.user_id)}::text[], ${read((r) => r.scope)}::text[], ${read((r) => r.hour)}::int4[],
+                           ${read((r) => r.kind)}::text[], ${read((r) => r.key)}::text[], ${read((r) => r.ms)}::float8[],
+                           ${read((r) => r.n)}::int8[], ${read((r) => r.micros)}::float8[])
+        as c(user_id, scope, hour, kind, key, ms, n, micros)
+    ), subtracted as (
+      update watchtower_rollups r set n = r.n - c.n, micros = r.micros - c.micros
+      from counted c join stored s on s.user_id = c.user_id and s.scope = c.scope
+      where r.user_id = c.user_id and r.scope = c.scope and r.hour = c.hour and r.kind = c.kind::"char" and r.key = c.key and r.ms = c.ms
+      returning 1
     )
-    select (select count(*) from stored)::int as stored, (select count(*) from gone) as deleted`;
+    select (select count(*) from stored)::int as stored, (select count(*) from subtracted) as subtracted`;
+  await sql`
+    delete from watchtower_rollups
+    where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n = 0`;
   return stored;
 }
 
@@ -142,7 +149,7 @@ export async function compactClosedDays(sql: postgres.Sql, now: number, stop = (
     if (stop()) break;
     const [{ any }] = await sql<{ any: boolean }[]>`
       select exists (select 1 from watchtower_rollups where hour >= ${day * 24} and hour < ${day * 24 + 24}
-                     and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char")) as any`;
+                     and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0) as any`;
     if (any && (await compactDay(sql, day)) > 0) compacted++;
   }
   return compacted;

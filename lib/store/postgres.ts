@@ -680,7 +680,9 @@ function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, 
 
 /**
  * Statistics from rollups, as every store answers them (lib/rollup/assemble.ts): one statement
- * reads the counters of the plan's whole hours summed per series bucket, the session counters
+ * reads the compacted days in range (only the bytes of days this instance has not cached; see
+ * lib/store/postgres-compaction.ts), the counters of the plan's whole hours summed per series
+ * bucket, the session counters
  * and sessions the series needs, the raw rows of the partial hours at the range's edges, and the
  * recent rows (active sessions, errors, activity) by index; a second reads the latest points of
  * each route. Single statements on pooled connections, never a transaction (see guard).
@@ -703,10 +705,11 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const inRange = sql`${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
     ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}`;
 
-  // Read alongside the statement below (its failure is reported by the await further down).
-  const days = compactedDays(sql, cache, user, scope, plan.fullHours);
-  days.catch(() => {});
+  // Compacted days are read in the same statement as the counters: one snapshot, so a compaction
+  // committing meanwhile is seen either whole (day rows, no counters) or not at all.
+  const cached = new Map(cache.daysOf(user, scope));
   const [row] = await sql<{
+    days: [number, string | null][];
     counters: [string, string, number, number | null, number, number][];
     session_counts: [string, number, number][];
     sessions: [number, string][];
@@ -714,11 +717,18 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     active: number; errors: Row[]; activity: Row[];
   }[]>`
     select
+      (select coalesce(json_agg(json_build_array(day, case when day = any(${pgArray([...cached.keys()])}::int4[]) then null
+                                                      else encode(parts, 'base64') end)), '[]')
+         from watchtower_rollup_days
+         where user_id = ${user} and scope = ${scope}
+           ${Number.isFinite(h0) ? sql`and day >= ${Math.floor(h0 / 24)}` : sql``}
+           ${Number.isFinite(h1) ? sql`and day < ${Math.ceil(h1 / 24)}` : sql``}) as days,
       (select coalesce(json_agg(json_build_array(kind, key, ms, bucket, n, micros)), '[]') from (
          select kind, key, ms, case when kind = ${TYPE}::text then floor(hour::float8 / ${perBucket}) end as bucket,
                 sum(n)::float8 as n, sum(micros) as micros
          from watchtower_rollups
          where user_id = ${user} and scope = ${scope} and kind not in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text) ${hours(h0, h1)}
+           and n > 0 -- a counter a compaction emptied, not yet deleted
          group by 1, 2, 3, 4) t) as counters,
       (select coalesce(json_agg(json_build_array(kind, hour, n)), '[]') from watchtower_rollups
          where user_id = ${user} and scope = ${scope} and kind in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text) ${hours(s0, s1)}) as session_counts,
@@ -765,7 +775,11 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     list.push(session);
   }
   // Closed days: their hour parts within the whole hours (their sessions are counted above).
-  for (const hours of await days) for (const part of hours) if (part.hour >= h0 && part.hour < h1) parts.push(part);
+  for (const [day, base64] of row.days) {
+    let hours = cached.get(day);
+    if (!hours) cache.set(user, scope, day, (hours = decodeDay(Uint8Array.from(atob(base64!), (c) => c.charCodeAt(0)))));
+    for (const part of hours) if (part.hour >= h0 && part.hour < h1) parts.push(part);
+  }
   const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut);
   const edges = HourRollup.fromRows(row.edges.map(([receivedMs, type, version, session, route, duration, rating]) =>
     ({ receivedMs, type, version, session, route, duration, rating })));
@@ -790,24 +804,4 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   }
   const recents: Recents = { activeUsers: row.active, errors: row.errors.map(toEvent), activity: row.activity.map(toEvent), points };
   return assembleStats({ plan, rollups, edges, recents });
-}
-
-/**
- * The hour parts of the compacted days of a user and scope that overlap the hours [from, to),
- * decoded: the bytes of days this instance has not cached yet come with the answer, the others
- * from its cache.
- */
-async function compactedDays(sql: postgres.Sql, cache: DayPartCache, user: string, scope: string, [from, to]: [number, number]) {
-  const cached = new Map(cache.daysOf(user, scope));
-  const rows = await sql<{ day: number; parts: Uint8Array | null }[]>`
-    select day, case when day = any(${pgArray([...cached.keys()])}::int4[]) then null else parts end as parts
-    from watchtower_rollup_days
-    where user_id = ${user} and scope = ${scope}
-      ${Number.isFinite(from) ? sql`and day >= ${Math.floor(from / 24)}` : sql``}
-      ${Number.isFinite(to) ? sql`and day < ${Math.ceil(to / 24)}` : sql``}`;
-  return rows.map(({ day, parts }) => {
-    let hours = cached.get(day);
-    if (!hours) cache.set(user, scope, day, (hours = decodeDay(parts!)));
-    return hours;
-  });
 }
