@@ -8,6 +8,7 @@ import { computeStats, feedbackRating, pageloadDuration, routeKey, type Stats } 
 import { encodeCursor } from '../lib/store/cursor.ts';
 import { MIGRATIONS } from '../lib/store/postgres-migrations.ts';
 import { migrationScript, openPostgresStore } from '../lib/store/postgres.ts';
+import { compactClosedDays, decodeDay } from '../lib/store/postgres-compaction.ts';
 import { StoreUnavailableError, type Store } from '../lib/store/types.ts';
 import { dataFrames } from './helpers/app.ts';
 import { createTestDatabase, openFreshPostgresStore, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
@@ -264,9 +265,13 @@ async function register() {
 
   // --- Rollups, partitions, retention, migration -----------------------------------------------
 
-  /** Raw counts beside the rollups of one user (scope ''): per hour events and distinct sessions, per day sessions. */
+  /**
+   * Raw counts beside the rollups of one user (scope ''): per hour events and distinct sessions,
+   * per day sessions; from counter rows and from compacted days (which a store's background
+   * compaction may have made of a past day at any time).
+   */
   const rollupsAgainstRaw = (user: string) => db.query(async (sql) => {
-    const [row] = await sql<{ raw: unknown; rolled: unknown }[]>`
+    const [row] = await sql<{ raw: { what: string; at: number; n: number }[]; rolled: { what: string; at: number; n: number }[]; compacted: string[] }[]>`
       select
         (select coalesce(json_agg(x order by x::text), '[]') from (
            select 'events' as what, floor(extract(epoch from received_at) / 3600)::int as at, count(*)::int as n
@@ -283,8 +288,21 @@ async function register() {
            union all
            select 'sessions', hour, n::int from watchtower_rollups where user_id = ${user} and scope = '' and kind = 's'
            union all
-           select 'day sessions', hour / 24, n::int from watchtower_rollups where user_id = ${user} and scope = '' and kind = 'S') x) as rolled`;
-    return row;
+           select 'day sessions', hour / 24, n::int from watchtower_rollups where user_id = ${user} and scope = '' and kind = 'S') x) as rolled,
+        -- In the same statement (one snapshot), or a compaction committing in between would count twice or not at all.
+        (select coalesce(json_agg(encode(parts, 'base64')), '[]') from watchtower_rollup_days where user_id = ${user} and scope = '') as compacted`;
+
+    // Summed per (what, at): a closed day that took an event after its compaction has both.
+    const rolled = new Map<string, number>();
+    const add = (what: string, at: number, n: number) => rolled.set(`${what} ${at}`, (rolled.get(`${what} ${at}`) ?? 0) + n);
+    for (const { what, at, n } of row.rolled) add(what, at, n);
+    for (const base64 of row.compacted) {
+      for (const part of decodeDay(Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)))) add('events', part.hour, part.total);
+    }
+    return {
+      raw: row.raw.map(({ what, at, n }) => `${what} ${at} ${n}`).sort(),
+      rolled: [...rolled].map(([k, n]) => `${k} ${n}`).sort(),
+    };
   });
 
   test('two instances inserting into the same user\'s buckets at once: rollups equal the raw counts, stats equal computeStats', async () => {
@@ -329,6 +347,67 @@ async function register() {
     assert.is(partitions[0].n, 2, 'the two days are two partitions');
   });
 
+  test('compaction: stats are the same before and after closed days are compacted, and with inserts racing it', async () => {
+    const store = await open();
+    const now = Date.now();
+    const today = Math.floor(now / 86_400_000);
+    let seed = 5;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const make = (id: string, at: number, project?: string) => {
+      const e = normalise({ id, type: ['pageload', 'error', 'click', 'feedback', 'custom'][Math.floor(rnd() * 5)], sessionId: `s-${Math.floor(rnd() * 12)}`,
+        route: `/r${Math.floor(rnd() * 3)}`, deployVersion: rnd() < 0.5 ? '1' : '2',
+        data: { duration: Math.floor(rnd() * 900), rating: 1 + Math.floor(rnd() * 5) } } as RawEvent, { now: at, owner: 'cmp' });
+      return project === undefined ? e : { ...e, projectId: project };
+    };
+    // Ten past days and today, at random minutes, some events in a project.
+    const events = Array.from({ length: 600 }, (_, i) =>
+      make(`cmp-${i}`, now - Math.floor(rnd() * 10.5 * 86_400_000), rnd() < 0.3 ? 'p1' : undefined));
+    for (let i = 0; i < events.length; i += 50) await store.insert(events.slice(i, i + 50));
+    const H = 3_600_000;
+    const ranges = [undefined, { from: now - 30 * 86_400_000 }, { from: now - 3 * 86_400_000 - 17 * 60_000, to: now - 2 * 86_400_000 + 5 * 60_000, interval: 'hour' as const },
+      { from: (today - 6) * 86_400_000 + 7 * H + 1234, to: (today - 1) * 86_400_000 + 3 * H }];
+    const all = async (s: Store, evs: StoredEvent[]) => {
+      for (const range of ranges) {
+        const expected = computeStats(evs, now, range);
+        assert.equal(await s.stats('cmp', now, range), expected, `stats ${JSON.stringify(range)}`);
+        assert.equal(await s.stats('cmp', now, range, 'p1'), computeStats(evs.filter((e) => e.projectId === 'p1'), now, range), `project stats ${JSON.stringify(range)}`);
+      }
+    };
+    await all(store, events);
+    const compactedDays = () => db.query(async (sql) => (await sql`select count(*)::int as n from watchtower_rollup_days where user_id = 'cmp'`)[0].n as number);
+    const counterRows = () => db.query(async (sql) =>
+      (await sql`select count(*)::int as n from watchtower_rollups
+                 where user_id = 'cmp' and hour < ${today * 24} and kind not in ('s', 'S') and n > 0`)[0].n as number);
+    const rowsBefore = await counterRows();
+    await db.query((sql) => compactClosedDays(sql, now));
+    assert.ok((await compactedDays()) >= 20, 'ten days, two scopes');
+    // Another store's background compaction may have taken a day while its events were still being
+    // inserted (they are "late" here: the test sets receive times); what came after stays counters.
+    assert.ok((await counterRows()) < rowsBefore / 4, `counter rows of closed days: ${rowsBefore} → ${await counterRows()}`);
+    // The same store (the first read caches the decoded days, the second uses the cache), and a fresh one.
+    await all(store, events);
+    await all(store, events);
+    await all(await open(), events);
+
+    // Inserts racing compaction: events of today, and late ones in closed days (which the store
+    // never receives in practice: receive times are its own clock), while two compactions run at once.
+    const later = Array.from({ length: 300 }, (_, i) =>
+      make(`cmp-late-${i}`, i % 2 ? now - (i % 7) * 60_000 : now - (2 + (i % 9)) * 86_400_000 + i * 1000, i % 3 ? undefined : 'p1'));
+    await Promise.all([
+      ...Array.from({ length: 15 }, (_, k) => store.insert(later.slice(k * 20, k * 20 + 20))),
+      db.query((sql) => compactClosedDays(sql, now)),
+      db.query((sql) => compactClosedDays(sql, now)),
+    ]);
+    const stored = await exported(store, 'cmp');
+    assert.is(stored.length, events.length + later.length);
+    const { raw, rolled } = await rollupsAgainstRaw('cmp');
+    assert.equal(rolled, raw);
+    await all(store, stored);
+    await db.query((sql) => compactClosedDays(sql, now));
+    await all(store, stored);
+    await all(await open(), stored);
+  });
+
   test('retention drops whole days: partitions, rollups and ids go; what is left still equals computeStats', async () => {
     const store = await open();
     const now = Date.now();
@@ -348,6 +427,8 @@ async function register() {
       const [{ n }] = await db.query((sql) => sql`select count(*)::int as n from ${sql(table)} where hour < ${(day - 3) * 24}`);
       assert.is(n, 0, `${table} of dropped days`);
     }
+    const [{ n: compacted }] = await db.query((sql) => sql`select count(*)::int as n from watchtower_rollup_days where day < ${day - 3}`);
+    assert.is(compacted, 0, 'compacted rollups of dropped days');
     const inserted = [9, 8, 7, 6, 5, 4, 3, 2, 1, 0].flatMap((d) => events.filter((e) => e.id.startsWith(`ret-${d}-`)));
     const rest = await exported(store, 'ret');
     assert.equal(rest, inserted.filter((e) => Math.floor(Date.parse(e.receivedAt) / 86_400_000) >= day - 3));

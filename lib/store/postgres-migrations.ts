@@ -222,4 +222,21 @@ export const MIGRATIONS: readonly Migration[] = [
       drop table watchtower_events_v2;
     `,
   },
+  {
+    version: 4,
+    name: 'compacted rollup days',
+    // A closed day's rollups of one user and scope, compacted (lib/store/postgres-compaction.ts)
+    // from its counter rows into one immutable row: `parts` holds the day's hour parts in the
+    // binary form of lib/rollup/codec.ts. Not partitioned: one small row per user, scope and day;
+    // retention deletes by day.
+    sql: `
+      create table watchtower_rollup_days (
+        user_id text not null,
+        scope text not null,
+        day integer not null,
+        parts bytea not null,
+        primary key (user_id, scope, day)
+      );
+    `,
+  },
 ];

@@ -17,6 +17,7 @@ import {
   routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
+import { compactClosedDays, DayPartCache, decodeDay } from './postgres-compaction.ts';
 import { isoBounds } from './filter.ts';
 import { MIGRATION_LOCK, MIGRATIONS, type Migration } from './postgres-migrations.ts';
 import {
@@ -42,6 +43,8 @@ export interface PostgresStoreOptions {
   retentionDays?: number;
   /** How often an instance checks for days to drop and partitions to create (default 1 hour). */
   maintenanceIntervalMs?: number;
+  /** Bytes of decoded compacted rollup days kept in memory for stats (default 128 MiB). */
+  rollupCacheBytes?: number;
 }
 
 export const DEFAULT_CHANNEL = 'watchtower_events';
@@ -206,6 +209,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   // for its partitions first (and the next days', so that midnight needs no DDL); an insert that
   // still finds none (retention dropped a day it knew) forgets what it knew and asks again.
   const knownDays = new Set<number>();
+  const dayCache = new DayPartCache(options.rollupCacheBytes ?? 128 * 1024 * 1024);
   const ensurePartitions = async (first: number, last: number) => {
     await guard('create partitions', () => sql`select watchtower_ensure_partitions(${first}::integer, ${last}::integer)`);
     for (let d = first; d <= last; d++) knownDays.add(d);
@@ -225,12 +229,24 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     const cutoff = today - retentionDays;
     const dropped = await guard('retention', () => dropDaysBefore(sql, cutoff));
     await guard('retention', () => sql`delete from watchtower_event_ids where day < ${cutoff}::integer`);
+    await guard('retention', () => sql`delete from watchtower_rollup_days where day < ${cutoff}::integer`);
     for (const d of knownDays) if (d < cutoff) knownDays.delete(d);
     if (dropped) log(`retention dropped ${dropped} day(s) of events received before ${new Date(cutoff * DAY_MS).toISOString()}`);
     return dropped;
   };
+  // Compaction of closed days runs in the background (at start it may have a migrated history to
+  // go through), one run at a time per instance; instances running it at once are safe (see
+  // compactDay), only wasteful, and each run finds little left after the first.
+  let compacting: Promise<void> | null = null;
+  const compact = () => {
+    compacting ??= compactClosedDays(sql, Date.now(), () => closed)
+      .then((days) => void (days && log(`compacted the rollups of ${days} closed day(s)`)))
+      .catch((err: unknown) => log(`rollup compaction failed: ${err instanceof Error ? err.message : err}`))
+      .finally(() => (compacting = null));
+  };
   const maintenance = setInterval(() => {
     maintain().catch((err: unknown) => log(`partition maintenance failed: ${err instanceof Error ? err.message : err}`));
+    compact();
   }, options.maintenanceIntervalMs ?? 3_600_000);
   (maintenance as { unref?: () => void }).unref?.();
 
@@ -498,12 +514,15 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       // A bad range is a RangeError before any query.
       planStats(now, range);
       return guard('stats', async () => {
-        // The newest hour with rollups bounds the user's latest event: a range ending after it
-        // takes its last hour whole from rollups rather than reading its raw rows.
+        // The newest hour with rollups (or the end of the newest compacted day) bounds the user's
+        // latest event: a range ending after it takes its last hour whole from rollups rather
+        // than reading its raw rows.
         const [{ hour }] = await sql<{ hour: number | null }[]>`
-          select max(hour) as hour from watchtower_rollups where user_id = ${user} and scope = ${scope} and kind = ${TYPE}::text`;
+          select greatest(
+            (select max(hour) from watchtower_rollups where user_id = ${user} and scope = ${scope} and kind = ${TYPE}::text),
+            (select max(day) * 24 + 23 from watchtower_rollup_days where user_id = ${user} and scope = ${scope})) as hour`;
         const plan = planStats(now, range, hour === null ? -Infinity : (hour + 1) * HOUR_MS - 1);
-        return statsOf(sql, plan, user, scope, projectId === undefined ? null : col(projectId));
+        return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId));
       });
     },
 
@@ -557,6 +576,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     async close() {
       closed = true;
       clearInterval(maintenance);
+      await compacting;
       listener = null;
       if (pinger) clearInterval(pinger);
       await listenSql?.end({ timeout: 1 }).catch(() => {});
@@ -569,6 +589,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     await store.close().catch(() => {});
     throw err;
   }
+  compact();
   return store;
 }
 
@@ -659,12 +680,14 @@ function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, 
 
 /**
  * Statistics from rollups, as every store answers them (lib/rollup/assemble.ts): one statement
- * reads the counters of the plan's whole hours summed per series bucket, the session counters
+ * reads the compacted days in range (only the bytes of days this instance has not cached; see
+ * lib/store/postgres-compaction.ts), the counters of the plan's whole hours summed per series
+ * bucket, the session counters
  * and sessions the series needs, the raw rows of the partial hours at the range's edges, and the
  * recent rows (active sessions, errors, activity) by index; a second reads the latest points of
  * each route. Single statements on pooled connections, never a transaction (see guard).
  */
-async function statsOf(sql: postgres.Sql, plan: StatsPlan, user: string, scope: string, project: string | null): Promise<Stats> {
+async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, user: string, scope: string, project: string | null): Promise<Stats> {
   const { now, range: r } = plan;
   const [h0, h1] = plan.fullHours;
   const hours = (from: number, to: number) =>
@@ -682,7 +705,11 @@ async function statsOf(sql: postgres.Sql, plan: StatsPlan, user: string, scope: 
   const inRange = sql`${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
     ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}`;
 
+  // Compacted days are read in the same statement as the counters: one snapshot, so a compaction
+  // committing meanwhile is seen either whole (day rows, no counters) or not at all.
+  const cached = new Map(cache.daysOf(user, scope));
   const [row] = await sql<{
+    days: [number, string | null][];
     counters: [string, string, number, number | null, number, number][];
     session_counts: [string, number, number][];
     sessions: [number, string][];
@@ -690,11 +717,18 @@ async function statsOf(sql: postgres.Sql, plan: StatsPlan, user: string, scope: 
     active: number; errors: Row[]; activity: Row[];
   }[]>`
     select
+      (select coalesce(json_agg(json_build_array(day, case when day = any(${pgArray([...cached.keys()])}::int4[]) then null
+                                                      else encode(parts, 'base64') end)), '[]')
+         from watchtower_rollup_days
+         where user_id = ${user} and scope = ${scope}
+           ${Number.isFinite(h0) ? sql`and day >= ${Math.floor(h0 / 24)}` : sql``}
+           ${Number.isFinite(h1) ? sql`and day < ${Math.ceil(h1 / 24)}` : sql``}) as days,
       (select coalesce(json_agg(json_build_array(kind, key, ms, bucket, n, micros)), '[]') from (
          select kind, key, ms, case when kind = ${TYPE}::text then floor(hour::float8 / ${perBucket}) end as bucket,
                 sum(n)::float8 as n, sum(micros) as micros
          from watchtower_rollups
          where user_id = ${user} and scope = ${scope} and kind not in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text) ${hours(h0, h1)}
+           and n > 0 -- a counter a compaction emptied, not yet deleted
          group by 1, 2, 3, 4) t) as counters,
       (select coalesce(json_agg(json_build_array(kind, hour, n)), '[]') from watchtower_rollups
          where user_id = ${user} and scope = ${scope} and kind in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text) ${hours(s0, s1)}) as session_counts,
@@ -739,6 +773,12 @@ async function statsOf(sql: postgres.Sql, plan: StatsPlan, user: string, scope: 
     let list = sessions.get(hour);
     if (!list) sessions.set(hour, (list = []));
     list.push(session);
+  }
+  // Closed days: their hour parts within the whole hours (their sessions are counted above).
+  for (const [day, base64] of row.days) {
+    let hours = cached.get(day);
+    if (!hours) cache.set(user, scope, day, (hours = decodeDay(Uint8Array.from(atob(base64!), (c) => c.charCodeAt(0)))));
+    for (const part of hours) if (part.hour >= h0 && part.hour < h1) parts.push(part);
   }
   const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut);
   const edges = HourRollup.fromRows(row.edges.map(([receivedMs, type, version, session, route, duration, rating]) =>

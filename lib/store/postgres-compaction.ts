@@ -1,0 +1,206 @@
+// Compaction of the PostgreSQL store's rollups. While a day takes events, its rollups are additive
+// counter rows (lib/rollup/counters.ts), which stay exact under concurrent inserts but cost one row
+// per (hour, route, distinct duration): a busy user's 90 days are over a million rows to add up
+// per stats request. Once a day is closed (no insert receives it any more), its counters of each
+// user and scope are merged into one immutable row of watchtower_rollup_days: the day's hour parts
+// in the binary form of lib/rollup/codec.ts. Stats read closed days as decoded parts (cached per
+// instance: they never change) and open days as counters.
+//
+// Distinct sessions stay where they are (the session sets, and the session counters, which are a
+// few rows per hour): they are what keeps an insert's session counts exact, and an insert that
+// arrived after its day was compacted still finds them and counts only sessions new to them.
+// See docs/architecture.md#postgresql-store.
+import type postgres from 'postgres';
+import { encodePart, FrozenHour } from '../rollup/codec.ts';
+import { counterPart, DAY_SESSIONS, HOUR_SESSIONS, type Counter } from '../rollup/counters.ts';
+import type { RollupPart } from '../rollup/hour.ts';
+// A cycle (postgres.ts uses this module), harmless: pgArray is only called, never read at load.
+import { pgArray } from './postgres.ts';
+
+/**
+ * A day is compacted once it ended this long ago. Receive times are set by the instance when the
+ * request arrives and an insert gives up after its operation timeout (15 s by default), so an hour
+ * leaves ample room for a slow insert and for clocks that disagree by minutes.
+ */
+export const COMPACT_AFTER_MS = 3_600_000;
+
+// --- The bytes of a day: u32 part count, then per part a u32 length and the part, padded to 8 ---
+
+/** The hour parts of a day in one buffer. */
+export function encodeDay(parts: readonly RollupPart[]): Uint8Array {
+  const encoded = parts.map(encodePart);
+  let size = 8;
+  for (const p of encoded) size += 8 + ((p.byteLength + 7) & ~7);
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, encoded.length, true);
+  let at = 8;
+  for (const p of encoded) {
+    view.setUint32(at, p.byteLength, true);
+    out.set(p, at + 8);
+    at += 8 + ((p.byteLength + 7) & ~7);
+  }
+  return out;
+}
+
+/** The hour parts of a day's buffer, each copied into a buffer of its own (see FrozenHour.decode). */
+export function decodeDay(bytes: Uint8Array): FrozenHour[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const bad = () => new RangeError('not a compacted rollup day');
+  if (bytes.byteLength < 8) throw bad();
+  const count = view.getUint32(0, true);
+  const out: FrozenHour[] = [];
+  let at = 8;
+  for (let i = 0; i < count; i++) {
+    if (at + 8 > bytes.byteLength) throw bad();
+    const length = view.getUint32(at, true);
+    if (at + 8 + length > bytes.byteLength) throw bad();
+    // A copy made by the Uint8Array constructor: a Buffer's slice() would be a view.
+    out.push(FrozenHour.decode(new Uint8Array(bytes.subarray(at + 8, at + 8 + length))));
+    at += 8 + ((length + 7) & ~7);
+  }
+  return out;
+}
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const hex = (bytes: Uint8Array) => {
+  let s = '';
+  for (let i = 0; i < bytes.length; i++) s += HEX[bytes[i]];
+  return s;
+};
+
+// --- Compaction ---------------------------------------------------------------------------------
+
+interface Group { user: string; scope: string; counters: Map<number, Counter[]> }
+
+/**
+ * Compacts one day: reads its counter rows, encodes each user and scope's hours, and in one
+ * statement stores the day rows and subtracts what was read from the counter rows they replace;
+ * a second statement deletes the rows left at zero. A day row is stored only if none exists yet,
+ * and only then is anything subtracted, so instances compacting the same day at once do the work
+ * once. Subtracting (rather than deleting) is what makes an insert racing the compaction safe:
+ * an insert that added to a counter after it was read leaves its own count behind, beside the day
+ * row (stats add both), and a counter at zero that an insert raises again is not deleted.
+ * Resolves to the number of (user, scope) rows stored.
+ */
+export async function compactDay(sql: postgres.Sql, day: number): Promise<number> {
+  const h0 = day * 24, h1 = h0 + 24;
+  const rows = await sql<{ user_id: string; scope: string; hour: number; kind: string; key: string; ms: number; n: string; micros: number }[]>`
+    select user_id, scope, hour, kind::text as kind, key, ms, n, micros from watchtower_rollups
+    where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0`;
+  if (!rows.length) return 0;
+  const groups = new Map<string, Group>();
+  for (const r of rows) {
+    const k = `${r.user_id}\u0000${r.scope}`;
+    let g = groups.get(k);
+    if (!g) groups.set(k, (g = { user: r.user_id, scope: r.scope, counters: new Map() }));
+    let list = g.counters.get(r.hour);
+    if (!list) g.counters.set(r.hour, (list = []));
+    list.push({ kind: r.kind, key: r.key, ms: r.ms, n: Number(r.n), micros: r.micros });
+  }
+  const cols = { user: [] as string[], scope: [] as string[], parts: [] as string[] };
+  for (const g of groups.values()) {
+    const hours = [...g.counters.keys()].sort((a, b) => a - b);
+    cols.user.push(g.user);
+    cols.scope.push(g.scope);
+    cols.parts.push(hex(encodeDay(hours.map((hour) => counterPart(hour, g.counters.get(hour)!)))));
+  }
+  const read = (f: (r: (typeof rows)[number]) => string | number) => pgArray(rows.map(f));
+  const [{ stored }] = await sql<{ stored: number }[]>`
+    with input as (
+      select * from unnest(${pgArray(cols.user)}::text[], ${pgArray(cols.scope)}::text[], ${pgArray(cols.parts)}::text[])
+        as t(user_id, scope, parts)
+    ), stored as (
+      insert into watchtower_rollup_days (user_id, scope, day, parts)
+      select user_id, scope, ${day}::integer, decode(parts, 'hex') from input
+      on conflict do nothing
+      returning user_id, scope
+    ), counted as (
+      select * from unnest(${read((r) => r.user_id)}::text[], ${read((r) => r.scope)}::text[], ${read((r) => r.hour)}::int4[],
+                           ${read((r) => r.kind)}::text[], ${read((r) => r.key)}::text[], ${read((r) => r.ms)}::float8[],
+                           ${read((r) => r.n)}::int8[], ${read((r) => r.micros)}::float8[])
+        as c(user_id, scope, hour, kind, key, ms, n, micros)
+    ), subtracted as (
+      update watchtower_rollups r set n = r.n - c.n, micros = r.micros - c.micros
+      from counted c join stored s on s.user_id = c.user_id and s.scope = c.scope
+      where r.user_id = c.user_id and r.scope = c.scope and r.hour = c.hour and r.kind = c.kind::"char" and r.key = c.key and r.ms = c.ms
+      returning 1
+    )
+    select (select count(*) from stored)::int as stored, (select count(*) from subtracted) as subtracted`;
+  await sql`
+    delete from watchtower_rollups
+    where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n = 0`;
+  return stored;
+}
+
+/**
+ * Compacts every day that still has counters to merge (session counters aside) and ended at least
+ * COMPACT_AFTER_MS before `now`. Resolves to the number of days that had something to compact. `stop` is asked between days (a
+ * store closing stops after the day in hand).
+ */
+export async function compactClosedDays(sql: postgres.Sql, now: number, stop = () => false): Promise<number> {
+  const before = Math.floor((now - COMPACT_AFTER_MS) / 86_400_000);
+  const days = (await sql<{ day: number }[]>`
+    select substr(c.relname, length('watchtower_rollups') + 3)::integer as day
+    from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent
+    where p.relname = 'watchtower_rollups' and c.relname ~ '_p[0-9]+$'`).map((r) => r.day).filter((d) => d < before);
+  let compacted = 0;
+  for (const day of days.sort((a, b) => a - b)) {
+    if (stop()) break;
+    const [{ any }] = await sql<{ any: boolean }[]>`
+      select exists (select 1 from watchtower_rollups where hour >= ${day * 24} and hour < ${day * 24 + 24}
+                     and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0) as any`;
+    if (any && (await compactDay(sql, day)) > 0) compacted++;
+  }
+  return compacted;
+}
+
+// --- Reading ------------------------------------------------------------------------------------
+
+/**
+ * Decoded days of this instance, least recently used first, within a byte budget. A compacted
+ * day never changes, so an entry is never stale: retention deletes the row, and a request simply
+ * stops asking for it.
+ */
+export class DayPartCache {
+  /** user + scope → day → parts; `order` holds the same entries, least recently used first. */
+  private readonly groups = new Map<string, Map<number, FrozenHour[]>>();
+  private readonly order = new Map<string, { group: string; day: number; bytes: number }>();
+  private bytes = 0;
+  constructor(private readonly budget: number) {}
+
+  private touch(group: string, day: number): void {
+    const k = `${group}\u0000${day}`;
+    const entry = this.order.get(k);
+    if (!entry) return;
+    this.order.delete(k);
+    this.order.set(k, entry);
+  }
+
+  /** The cached days of a user and scope, day → parts (marked as just used). */
+  daysOf(user: string, scope: string): ReadonlyMap<number, FrozenHour[]> {
+    const group = `${user}\u0000${scope}`;
+    const days = this.groups.get(group) ?? new Map<number, FrozenHour[]>();
+    for (const day of days.keys()) this.touch(group, day);
+    return days;
+  }
+
+  set(user: string, scope: string, day: number, parts: FrozenHour[]): void {
+    const group = `${user}\u0000${scope}`;
+    const bytes = parts.reduce((n, p) => n + p.encode().byteLength, 0);
+    if (bytes > this.budget || this.groups.get(group)?.has(day)) return;
+    let days = this.groups.get(group);
+    if (!days) this.groups.set(group, (days = new Map()));
+    days.set(day, parts);
+    this.order.set(`${group}\u0000${day}`, { group, day, bytes });
+    this.bytes += bytes;
+    for (const [k, entry] of this.order) {
+      if (this.bytes <= this.budget) break;
+      this.order.delete(k);
+      this.bytes -= entry.bytes;
+      const g = this.groups.get(entry.group)!;
+      g.delete(entry.day);
+      if (!g.size) this.groups.delete(entry.group);
+    }
+  }
+}
