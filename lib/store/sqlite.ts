@@ -216,6 +216,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     });
     writer = await JournalWriter.open(fs, path, init.lastSegment + 1);
   } catch (err) {
+    worker.ref();
     await worker.terminate();
     await lock.release();
     throw err;
@@ -483,6 +484,9 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         try {
           await writer.close();
           if (writer.bytes === 0) await fs.remove(segmentPath(path, writer.seq));
+          // An unref'd worker does not keep the process alive while it exits: a caller awaiting
+          // close() with nothing else pending would see the process end mid-close (exit code 13).
+          worker.ref();
           await worker.terminate();
         } finally {
           await lock.release();
