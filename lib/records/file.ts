@@ -11,7 +11,8 @@
 //
 // One process at a time: the sqlite store's lock on its database guards this directory too.
 import { createFile, ensureDir, nodeFs, renameDurably, writeNewFile, type StoreFile, type StoreFs } from '../store/fs.ts';
-import { RecordConflictError, type RecordStore, type StoredRecord } from './types.ts';
+import { HeldRecords } from './held.ts';
+import type { RecordStore } from './types.ts';
 
 export interface FileRecordsOptions {
   /** The directory the log and blobs live in; created if missing. */
@@ -37,12 +38,6 @@ const decoder = new TextDecoder();
 /** One line of the log: records put (kind, id, userId, body) or one record deleted. */
 type Entry = { put: [string, string, string, unknown][] } | { del: [string, string] };
 
-interface Held {
-  userId: string;
-  /** The body as JSON text: reads parse a fresh copy, so no caller can change what is stored. */
-  text: string;
-}
-
 /**
  * The record store of the sqlite database at `path` (SERVICE_P1_DB): the directory `<path>.records`
  * beside it, on node:fs unless a test passes its own StoreFs.
@@ -60,15 +55,10 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
   // Temp files are only ever renamed into place once whole: one left over is a write a crash cut off.
   for (const name of await fs.list(dir)) if (name.endsWith('.tmp')) await fs.remove(`${dir}/${name}`);
 
-  const kinds = new Map<string, Map<string, Held>>();
-  const of = (kind: string) => {
-    let m = kinds.get(kind);
-    if (!m) kinds.set(kind, (m = new Map()));
-    return m;
-  };
+  const held = new HeldRecords();
   const apply = (entry: Entry) => {
-    if ('put' in entry) for (const [kind, id, userId, body] of entry.put) of(kind).set(id, { userId, text: JSON.stringify(body) });
-    else kinds.get(entry.del[0])?.delete(entry.del[1]);
+    if ('put' in entry) for (const [kind, id, userId, body] of entry.put) held.set(kind, id, userId, JSON.stringify(body));
+    else held.delete(entry.del[0], entry.del[1]);
   };
 
   const bytes = await fs.read(logPath);
@@ -91,15 +81,15 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
   /** Bytes the live records would take as a freshly written log. */
   const liveBytes = () => {
     let n = 0;
-    for (const [kind, m] of kinds) for (const [id, r] of m) n += kind.length + id.length + r.userId.length + r.text.length + 20;
+    for (const [kind, id, r] of held.entries()) n += kind.length + id.length + r.userId.length + r.text.length + 20;
     return n;
   };
 
   /** Rewrites the log as the live records alone. */
   async function compact(): Promise<void> {
     const lines: string[] = [];
-    for (const [kind, m] of kinds) {
-      for (const [id, r] of m) lines.push(`{"put":[[${JSON.stringify(kind)},${JSON.stringify(id)},${JSON.stringify(r.userId)},${r.text}]]}\n`);
+    for (const [kind, id, r] of held.entries()) {
+      lines.push(`{"put":[[${JSON.stringify(kind)},${JSON.stringify(id)},${JSON.stringify(r.userId)},${r.text}]]}\n`);
     }
     const tmp = logPath + '.tmp';
     await writeNewFile(fs, tmp, encoder.encode(lines.join('')));
@@ -152,7 +142,6 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
     if (file.size > compactAtBytes && file.size > 2 * liveBytes()) await compact().catch(() => {});
   }
 
-  const read = <T>(kind: string, id: string, r: Held): StoredRecord<T> => ({ kind, id, userId: r.userId, body: JSON.parse(r.text) as T });
   const blobPath = async (key: string) => {
     const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(key)));
     return `${dir}/blob-${Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('')}`;
@@ -160,32 +149,25 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
 
   return {
     async get<T>(kind: string, id: string, userId: string) {
-      const r = kinds.get(kind)?.get(id);
-      return r && r.userId === userId ? read<T>(kind, id, r) : null;
+      return held.get<T>(kind, id, userId);
     },
     async find<T>(kind: string, id: string) {
-      const r = kinds.get(kind)?.get(id);
-      return r ? read<T>(kind, id, r) : null;
+      return held.get<T>(kind, id);
     },
     async list<T>(kind: string, userId: string) {
-      const out: StoredRecord<T>[] = [];
-      for (const [id, r] of kinds.get(kind) ?? []) if (r.userId === userId) out.push(read<T>(kind, id, r));
-      return out;
+      return held.list<T>(kind, userId);
     },
     put(records) {
       // Serialised now: a caller's later change to a body must not reach the log.
       const put = records.map((r): [string, string, string, unknown] => [r.kind, r.id, r.userId, JSON.parse(JSON.stringify(r.body ?? null))]);
       return serial(async () => {
-        for (const [kind, id, userId] of put) {
-          const held = kinds.get(kind)?.get(id);
-          if (held && held.userId !== userId) throw new RecordConflictError(kind, id);
-        }
+        held.checkOwners(put.map(([kind, id, userId]) => ({ kind, id, userId })));
         if (put.length) await append({ put });
       });
     },
     delete(kind, id, userId) {
       return serial(async () => {
-        if (kinds.get(kind)?.get(id)?.userId !== userId) return false;
+        if (!held.owns(kind, id, userId)) return false;
         await append({ del: [kind, id] });
         return true;
       });

@@ -1,44 +1,29 @@
 // Records held in memory: the memory store's companion, lost on restart like its events.
-import { RecordConflictError, type RecordStore, type StoredRecord } from './types.ts';
+import { HeldRecords } from './held.ts';
+import type { RecordStore } from './types.ts';
 
 export function createMemoryRecords(): RecordStore {
-  // kind → id → record. Bodies are stored as JSON text so a caller's later mutation of an object
-  // it put (or got) never changes what is stored, as with the durable stores.
-  const kinds = new Map<string, Map<string, { userId: string; text: string }>>();
-  const of = (kind: string) => {
-    let m = kinds.get(kind);
-    if (!m) kinds.set(kind, (m = new Map()));
-    return m;
-  };
+  const held = new HeldRecords();
   const blobs = new Map<string, Uint8Array>();
-  const read = <T>(kind: string, id: string, r: { userId: string; text: string }): StoredRecord<T> =>
-    ({ kind, id, userId: r.userId, body: JSON.parse(r.text) as T });
 
   return {
     async get<T>(kind: string, id: string, userId: string) {
-      const r = kinds.get(kind)?.get(id);
-      return r && r.userId === userId ? read<T>(kind, id, r) : null;
+      return held.get<T>(kind, id, userId);
     },
     async find<T>(kind: string, id: string) {
-      const r = kinds.get(kind)?.get(id);
-      return r ? read<T>(kind, id, r) : null;
+      return held.get<T>(kind, id);
     },
     async list<T>(kind: string, userId: string) {
-      const out: StoredRecord<T>[] = [];
-      for (const [id, r] of kinds.get(kind) ?? []) if (r.userId === userId) out.push(read<T>(kind, id, r));
-      return out;
+      return held.list<T>(kind, userId);
     },
     async put(records) {
-      for (const r of records) {
-        const held = kinds.get(r.kind)?.get(r.id);
-        if (held && held.userId !== r.userId) throw new RecordConflictError(r.kind, r.id);
-      }
-      for (const r of records) of(r.kind).set(r.id, { userId: r.userId, text: JSON.stringify(r.body) });
+      held.checkOwners(records);
+      for (const r of records) held.set(r.kind, r.id, r.userId, JSON.stringify(r.body));
     },
     async delete(kind, id, userId) {
-      const m = kinds.get(kind);
-      if (m?.get(id)?.userId !== userId) return false;
-      return m.delete(id);
+      if (!held.owns(kind, id, userId)) return false;
+      held.delete(kind, id);
+      return true;
     },
     async putBlob(key, bytes) {
       blobs.set(key, bytes.slice());

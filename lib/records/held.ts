@@ -1,0 +1,53 @@
+// Records held in memory: kind → id → owner and body. The memory record store is one of these;
+// the file record store replays its log into one. Bodies are kept as JSON text and every read
+// parses a fresh copy, so no caller can change what is stored by changing what it got.
+import { RecordConflictError, type StoredRecord } from './types.ts';
+
+export interface Held {
+  userId: string;
+  text: string;
+}
+
+export class HeldRecords {
+  private readonly kinds = new Map<string, Map<string, Held>>();
+
+  /** The record if `userId` owns it (another user's reads as missing), or any owner's without one. */
+  get<T>(kind: string, id: string, userId?: string): StoredRecord<T> | null {
+    const r = this.kinds.get(kind)?.get(id);
+    return r && (userId === undefined || r.userId === userId) ? read<T>(kind, id, r) : null;
+  }
+
+  list<T>(kind: string, userId: string): StoredRecord<T>[] {
+    const out: StoredRecord<T>[] = [];
+    for (const [id, r] of this.kinds.get(kind) ?? []) if (r.userId === userId) out.push(read<T>(kind, id, r));
+    return out;
+  }
+
+  /** Throws RecordConflictError when one of the records exists with another owner. */
+  checkOwners(records: Iterable<{ kind: string; id: string; userId: string }>): void {
+    for (const r of records) {
+      const held = this.kinds.get(r.kind)?.get(r.id);
+      if (held && held.userId !== r.userId) throw new RecordConflictError(r.kind, r.id);
+    }
+  }
+
+  owns(kind: string, id: string, userId: string): boolean {
+    return this.kinds.get(kind)?.get(id)?.userId === userId;
+  }
+
+  set(kind: string, id: string, userId: string, text: string): void {
+    let m = this.kinds.get(kind);
+    if (!m) this.kinds.set(kind, (m = new Map()));
+    m.set(id, { userId, text });
+  }
+
+  delete(kind: string, id: string): void {
+    this.kinds.get(kind)?.delete(id);
+  }
+
+  *entries(): Iterable<[kind: string, id: string, held: Held]> {
+    for (const [kind, m] of this.kinds) for (const [id, r] of m) yield [kind, id, r];
+  }
+}
+
+const read = <T>(kind: string, id: string, r: Held): StoredRecord<T> => ({ kind, id, userId: r.userId, body: JSON.parse(r.text) as T });
