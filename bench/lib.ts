@@ -99,3 +99,20 @@ export function writeSection(name: string, markdown: string): void {
   text = i >= 0 && j > i ? text.slice(0, i) + block + text.slice(j + end.length) : text.trimEnd() + '\n\n' + block + '\n';
   writeFileSync(file, text);
 }
+
+/** The `data` of a generated event of this type (durations, ratings, errors, clicks), drawn from `rand`. */
+export function eventData(type: string, rand: () => number): Record<string, unknown> {
+  const data: Record<string, unknown> = {};
+  if (type === 'pageload') {
+    data.duration = Math.round(50 + rand() * rand() * 4000);
+    data.ttfb = Math.round(rand() * 400);
+  } else if (type === 'feedback') data.rating = 1 + Math.floor(rand() * 5);
+  else if (type === 'error') {
+    data.message = `TypeError: x is undefined #${Math.floor(rand() * 50)}`;
+    data.stack = 'at f (app.js:1:1)\nat g (app.js:2:2)';
+  } else if (type === 'click') {
+    data.target = '#buy';
+    data.text = 'Buy';
+  }
+  return data;
+}

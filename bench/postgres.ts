@@ -22,7 +22,7 @@ import { dropDaysBefore, migrationScript, openPostgresStore } from '../lib/store
 import { compactClosedDays } from '../lib/store/postgres-compaction.ts';
 import type { Store } from '../lib/store/types.ts';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
-import { machine, median, parseWrk, ROOT, start, wrkArgs, wrkEnv, writeSection } from './lib.ts';
+import { eventData, machine, median, parseWrk, ROOT, start, wrkArgs, wrkEnv, writeSection } from './lib.ts';
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 10_000_000);
 const DAYS = Number(process.env.BENCH_DAYS ?? 90);
@@ -55,18 +55,7 @@ function makeEvent(i: number, total: number): StoredEvent {
   const at = first + Math.floor((i / total) * DAYS * DAY);
   const owner = OWNERS[i % OWNERS.length];
   const type = TYPES[Math.floor(rand() * TYPES.length)];
-  const data: Record<string, unknown> = {};
-  if (type === 'pageload') {
-    data.duration = Math.round(50 + rand() * rand() * 4000);
-    data.ttfb = Math.round(rand() * 400);
-  } else if (type === 'feedback') data.rating = 1 + Math.floor(rand() * 5);
-  else if (type === 'error') {
-    data.message = `TypeError: x is undefined #${Math.floor(rand() * 50)}`;
-    data.stack = 'at f (app.js:1:1)\nat g (app.js:2:2)';
-  } else if (type === 'click') {
-    data.target = '#buy';
-    data.text = 'Buy';
-  }
+  const data = eventData(type, rand);
   // A session lasts about 30 of its user's events.
   if (rand() < 1 / 30) sessionOf.set(owner, (sessionOf.get(owner) ?? 0) + 1);
   const raw: RawEvent = {

@@ -10,7 +10,7 @@ import { normalise, uuidv7, type RawEvent, type StoredEvent } from '../lib/event
 import { createHandler } from '../lib/handler.ts';
 import { openSqliteStore } from '../lib/store/sqlite.ts';
 import type { Store } from '../lib/store/types.ts';
-import { machine, spread, writeSection } from './lib.ts';
+import { eventData, machine, spread, writeSection } from './lib.ts';
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const SMALL = Math.min(TOTAL, 100_000);
@@ -45,18 +45,7 @@ const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 21474836
 const TYPES = ['pageload', 'pageload', 'pageload', 'click', 'click', 'interaction', 'error', 'performance', 'feedback', 'custom', 'page_view'];
 function makeEvent(i: number, at: number): StoredEvent {
   const type = TYPES[Math.floor(rand() * TYPES.length)];
-  const data: Record<string, unknown> = {};
-  if (type === 'pageload') {
-    data.duration = Math.round(50 + rand() * rand() * 4000);
-    data.ttfb = Math.round(rand() * 400);
-  } else if (type === 'feedback') data.rating = 1 + Math.floor(rand() * 5);
-  else if (type === 'error') {
-    data.message = `TypeError: x is undefined #${Math.floor(rand() * 50)}`;
-    data.stack = 'at f (app.js:1:1)\nat g (app.js:2:2)';
-  } else if (type === 'click') {
-    data.target = '#buy';
-    data.text = 'Buy';
-  }
+  const data = eventData(type, rand);
   const raw: RawEvent = {
     id: uuidv7(at),
     type,
