@@ -68,6 +68,25 @@ test('default: Googlebot, curl and headless Chrome get 202 like an accepted batc
   assert.is((await eventsOf(send, 'u-bot')).length, 1);
 });
 
+test('a project key in the X-Watchtower-Key header lets a backend through the bot filter; the same key in the query string does not', async () => {
+  const { send } = app();
+  const owner = { 'x-idp-user-id': 'u-backend' };
+  const project = (await (await send('POST', '/api/projects', { body: { name: 'backend' }, headers: owner })).json()) as { id: string; key: string };
+  const curl = agent('curl');
+  const viaHeader = await send('POST', '/api/events', { body: { type: 'custom', name: 'job-done' }, headers: { 'user-agent': curl.ua, 'x-watchtower-key': project.key } });
+  assert.is(viaHeader.status, 200);
+  // A crawler rendering a page with the browser SDK sends the key in the query string: still dropped.
+  const viaQuery = await send('POST', `/api/events?key=${project.key}`, { body: { type: 'pageload' }, headers: { 'user-agent': agent('Googlebot').ua } });
+  assert.is(viaQuery.status, 202);
+  // The header is no way around the filter without a real key: the key is checked as on every keyed request.
+  const forged = await send('POST', '/api/events', { body: { type: 'custom' }, headers: { 'user-agent': curl.ua, 'x-watchtower-key': 'f'.repeat(32) } });
+  assert.is(forged.status, 401);
+  assert.is(((await forged.json()) as { code: string }).code, 'invalid_key');
+  const events = await eventsOf(send, 'u-backend');
+  assert.equal(events.map((e) => [e.type, e.projectId, e.client!.device]), [['custom', project.id, 'bot']]);
+  assert.is(((await (await send('GET', '/api/health')).json()) as { botsDropped: number }).botsDropped, 1);
+});
+
 test('keepBots: bots are stored, marked device "bot", and nothing is counted as dropped', async () => {
   const { send } = app({ keepBots: true });
   for (const a of BOTS) {

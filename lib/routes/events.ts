@@ -21,7 +21,10 @@ async function receive(request: Request, ctx: Context, info: ServeInfo | undefin
   if (wait) throw new HttpError(429, 'rate_limited', 'Too many requests; retry later', { 'retry-after': String(wait) });
   // Browser, OS and device, from a cache of recent user agents: the raw header is never stored.
   const client = clientInfo(request.headers.get('user-agent'));
-  if (client.device === 'bot' && !ctx.keepBots) {
+  // A project key in the X-Watchtower-Key header marks a backend or script sending on purpose: the
+  // browser SDK puts its key in the query string (a header would cost a CORS preflight), so a
+  // crawler rendering a page with the SDK is still dropped. The key itself is checked below as ever.
+  if (client.device === 'bot' && !ctx.keepBots && !request.headers.has('x-watchtower-key')) {
     // Answered as a success, so crawlers and SDKs do not retry, before the body is even read; the
     // answer says why nothing was stored, for a person trying the endpoint with curl (README "Bots").
     ctx.botsDropped++;
