@@ -121,6 +121,8 @@ function register() {
     assert.ok(tag!.includes(`data-key="${shop.key}"`) && tag!.includes(`src="${server.url}/sdk/watchtower.js"`), tag!);
     // The event list holds only the project's events.
     assert.is(await page.locator('table.events tbody tr').count(), 3);
+    // The errors card leads to the issues of the project shown.
+    assert.is(await page.locator('a[data-issues-link]').getAttribute('href'), `/issues/?project=${shop.id}`);
 
     await page.selectOption('select[name=project]', blog.id);
     await settled(page);
@@ -136,6 +138,7 @@ function register() {
     await page.goBack();
     await settled(page);
     await numbersAre(page, '', 10, 2);
+    assert.is(await page.locator('a[data-issues-link]').getAttribute('href'), '/issues/');
     noProblems();
     await page.close();
   });

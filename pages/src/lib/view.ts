@@ -97,6 +97,10 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
   const kErrors = kpi('Errors', 'totalErrors');
   const kLatency = kpi('Avg page load', 'averageLatency');
   const kFeedback = kpi('Feedback', 'feedbackAverage');
+  // On the signed-in dashboard the errors card leads to the issues they were grouped into, for the
+  // project shown (followProject keeps the link in step with the switcher).
+  const issuesLink = el('a', { class: 'kpi-link', text: 'See issues', attrs: { href: '/issues/', 'data-issues-link': '' } });
+  if (options.projects) kErrors.box.append(issuesLink);
   const kpis = el('section', { class: 'kpis', attrs: { 'aria-label': 'Totals' } }, ...[kActive, kTotal, kErrors, kLatency, kFeedback].map((k) => k.box));
 
   // Range picker: native radios (arrow keys move between them), then the custom days.
@@ -135,7 +139,9 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
     el('div', { class: 'panel-head' }, el('h2', { text: 'Connect your app', attrs: { id: 'h-project' } })),
     snippetNote, snippetBox,
     el('p', { class: 'note' }, el('a', { text: 'Manage projects and keys', attrs: { href: '/projects/' } })));
-  const showSnippet = () => {
+  /** The script tag and the issues link follow the chosen project. */
+  const followProject = () => {
+    issuesLink.setAttribute('href', projectSelect.value ? `/issues/?project=${encodeURIComponent(projectSelect.value)}` : '/issues/');
     const p = projects.find((x) => x.id === projectSelect.value);
     snippetBox.hidden = !p;
     snippet.textContent = p ? scriptTag(p, location.origin) : '';
@@ -216,7 +222,7 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
   const emit = (c: Partial<ViewState>) => changeFns.forEach((fn) => fn(c));
   const filters = (): Filters => ({ type: typeFilter.value, version: versionFilter.value, project: projectSelect.value });
   projectSelect.addEventListener('change', () => {
-    showSnippet();
+    followProject();
     emit({ project: projectSelect.value });
   });
   typeFilter.addEventListener('change', () => emit({ type: typeFilter.value }));
@@ -338,14 +344,14 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
       // A bookmarked project that is gone (deleted, or another user's) stays named, so the notice of its 404 makes sense.
       if (wanted && !list.some((p) => p.id === wanted)) projectSelect.append(el('option', { text: `Project ${wanted} (not found)`, attrs: { value: wanted } }));
       projectSelect.value = wanted;
-      showSnippet();
+      followProject();
     },
     setState(s) {
       if (s.project && ![...projectSelect.options].some((o) => o.value === s.project)) {
         projectSelect.append(el('option', { text: `Project ${s.project}`, attrs: { value: s.project } }));
       }
       projectSelect.value = s.project;
-      showSnippet();
+      followProject();
       const radio = radios.get(s.range);
       if (radio) radio.checked = true;
       customForm.hidden = s.range !== 'custom';
