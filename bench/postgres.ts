@@ -182,6 +182,9 @@ async function ingest(db: TestDatabase, bodyFile: string, cwd = ROOT) {
   }
 }
 
+/** A browser's user agent, as bench/post.lua sends: fetch's own ('node') is a bot's, answered 202 unstored. */
+const BROWSER = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+
 /**
  * Open loop through HTTP: one batch of 20 due every 10 ms for 8 s; 3 s in, retention drops the
  * oldest day (the same function the instances call). Latency counts from when a request was due.
@@ -210,7 +213,7 @@ async function ingestWhileDropping(db: TestDatabase, sql: postgres.Sql, body: st
       const due = t0 + k * 10;
       const wait = due - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      sends.push(fetch(server.url + '/api/events', { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (res) => {
+      sends.push(fetch(server.url + '/api/events', { method: 'POST', headers: { 'content-type': 'application/json', 'user-agent': BROWSER }, body }).then(async (res) => {
         await res.arrayBuffer();
         if (res.status !== 200) throw new Error(`ingest answered ${res.status}`);
         latencies.push(performance.now() - due);

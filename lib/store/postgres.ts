@@ -14,7 +14,7 @@ import { CounterRollups, counterPart, DAY_SESSIONS, eventCounters, HOUR_SESSIONS
 import { HourRollup, rollupRow, type RollupPart } from '../rollup/hour.ts';
 import {
   ACTIVE_WINDOW_MS, DAY_MS, feedbackRating, HOUR_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS,
-  routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
+  resolveRange, routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { compactClosedDays, DayPartCache, decodeDay } from './postgres-compaction.ts';
@@ -171,21 +171,22 @@ export interface EventDay { day: number; first: number; last: number; events: nu
  * bounds and cursor leave); `read(d0, d1, keys)` runs the query bounded to the receive days d0..d1
  * (so the planner prunes every other partition) and answers rows per key in the same order.
  *
- * It reads the days nearest the start of the order first, as many as hold about twice `want`
- * events. The answer of a key is exact when no day outside the span read could hold a row that
- * belongs in it: there is no such day at all, or the key got `want` rows and every day left out
- * lies wholly after the last of them in seq order. Seq is only nearly in receive order, so this
- * is checked, not assumed; keys still short are read again over eight times as many events.
+ * It reads the days nearest the start of the order first, as many as hold `target` events (by
+ * default twice `want`). The answer of a key is exact when no day outside the span read could hold
+ * a row that belongs in it: there is no such day at all, or the key got `want` rows and every day
+ * left out lies wholly after the last of them in seq order. Seq is only nearly in receive order,
+ * so this is checked, not assumed. Keys still short are read again over more days: as many events
+ * as the density of their rows in the span read says they need, at least twice as many.
  */
 export async function readByDays<R extends { seq: string }>(
   days: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[],
-  read: (d0: number, d1: number, keys: string[]) => Promise<Map<string, R[]>>,
+  read: (d0: number, d1: number, keys: string[]) => Promise<Map<string, R[]>>, target = want * 2,
 ): Promise<Map<string, R[]>> {
   const out = new Map<string, R[]>();
   if (!days.length || want <= 0) return out;
   const sorted = [...days].sort(order === 'desc' ? (a, b) => b.last - a.last : (a, b) => a.first - b.first);
   let pending = [...keys];
-  for (let target = want * 2; pending.length; target *= 8) {
+  while (pending.length) {
     let d0 = Infinity, d1 = -Infinity, taken = 0;
     for (const d of sorted) {
       if (taken >= target) break;
@@ -195,14 +196,17 @@ export async function readByDays<R extends { seq: string }>(
     }
     const outside = sorted.filter((d) => d.day < d0 || d.day > d1);
     const rows = await read(d0, d1, pending);
+    let next = taken * 2;
     pending = pending.filter((key) => {
       const got = rows.get(key) ?? [];
       const last = got.length >= want ? Number(got[want - 1].seq) : NaN;
       const exact = outside.length === 0 ||
         outside.every((d) => (order === 'desc' ? d.last < last : d.first > last));
       if (exact) out.set(key, got.slice(0, want));
+      else next = Math.max(next, got.length ? Math.ceil((taken * want * 1.25) / got.length) : taken * 8);
       return !exact;
     });
+    target = next;
   }
   return out;
 }
@@ -309,9 +313,15 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   let delivery: Promise<void> = Promise.resolve();
   let closed = false;
 
+  // Announced rows were just committed, so they were received today or yesterday (by this
+  // instance's clock; the partitions of days after it are kept too): the bound spares the
+  // planner every older partition. A row an instance stamped with a clock off by more than a day
+  // is stored and readable but not pushed live, as delivery across instances is best effort.
   const loadBySeq = async (seqs: number[]) => {
+    const since = new Date((Math.floor(Date.now() / DAY_MS) - 1) * DAY_MS).toISOString();
     const rows = await sql<Row[]>`
-      select metadata, raw from watchtower_events where seq = any(${pgArray(seqs)}::bigint[]) order by seq`;
+      select metadata, raw from watchtower_events
+      where seq = any(${pgArray(seqs)}::bigint[]) and received_at >= ${since}::timestamptz order by seq`;
     return rows.map(toEvent);
   };
 
@@ -602,14 +612,23 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       // A bad range is a RangeError before any query.
       planStats(now, range);
       return guard('stats', async () => {
-        // The newest hour with rollups (or the end of the newest compacted day) bounds the user's
-        // latest event: a range ending after it takes its last hour whole from rollups rather
-        // than reading its raw rows.
-        const [{ hour }] = await sql<{ hour: number | null }[]>`
-          select greatest(
-            (select max(hour) from watchtower_rollups where user_id = ${user} and scope = ${scope} and kind = ${TYPE}::text),
-            (select max(day) * 24 + 23 from watchtower_rollup_days where user_id = ${user} and scope = ${scope})) as hour`;
-        const plan = planStats(now, range, hour === null ? -Infinity : (hour + 1) * HOUR_MS - 1);
+        // Whether the user has events at or after the range's end: if not, a range ending after
+        // the latest event (one ending now) takes its last hour whole from rollups rather than
+        // reading its raw rows (see planStats). Only the hours from the end's on are looked at, so
+        // the planner reads the partitions of those days only; without a range nothing is needed.
+        let latest = Infinity;
+        const to = range === undefined ? undefined : resolveRange(range, now)?.to;
+        if (to !== undefined) {
+          const endHour = Math.floor(to / HOUR_MS);
+          const [{ hour }] = await sql<{ hour: number | null }[]>`
+            select greatest(
+              (select max(hour) from watchtower_rollups
+                where user_id = ${user} and scope = ${scope} and kind = ${TYPE}::text and hour >= ${endHour}),
+              (select max(day) * 24 + 23 from watchtower_rollup_days
+                where user_id = ${user} and scope = ${scope} and day >= ${Math.floor(endHour / 24)})) as hour`;
+          latest = (hour === null ? endHour : hour + 1) * HOUR_MS - 1;
+        }
+        const plan = planStats(now, range, latest);
         return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId), { newest, daysOf });
       });
     },
@@ -894,7 +913,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
       list.push(row);
     }
     return byRoute;
-  });
+  }, LATENCY_POINTS * routes.size * 2);
   for (const [route, pts] of perRoute) {
     if (pts.length) points.set(route, pts.reverse().map(({ duration, ttfb, ts }) => ({ duration, ttfb, timestamp: ts })));
   }
