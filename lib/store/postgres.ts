@@ -789,10 +789,11 @@ function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, 
  * Statistics from rollups, as every store answers them (lib/rollup/assemble.ts): one statement
  * reads the compacted days in range (only the bytes of days this instance has not cached; see
  * lib/store/postgres-compaction.ts), the counters of the plan's whole hours summed per series
- * bucket, the session counters
- * and sessions the series needs, the raw rows of the partial hours at the range's edges, and the
- * recent rows (active sessions, errors, activity) by index; a second reads the latest points of
- * each route. Single statements on pooled connections, never a transaction (see guard).
+ * bucket, the session counters and sessions the series needs, the raw rows of the partial hours
+ * at the range's edges, and the active sessions of the last minutes. Beside it, the latest errors
+ * and activity, then the latest points of each route, are read by days (readByDays), so that no
+ * read of raw rows goes through every daily partition. Single statements on pooled connections,
+ * never a transaction (see guard).
  */
 async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, user: string, scope: string, project: string | null,
   recent: RecentReads): Promise<Stats> {
