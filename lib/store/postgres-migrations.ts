@@ -239,12 +239,13 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
-  // Version 5 is left to the breakdown dimensions of the rollups, developed alongside; each
+  // Version 5 comes from a change made separately (breakdown dimensions of the rollups); each
   // version is applied when missing, so the two apply in either order.
   {
     version: 6,
     name: 'sequence range of each user day',
-    // Per user and receive day, the lowest and highest seq stored and how many events. Reads that
+    // Per owner ('' for unowned events, as in watchtower_event_ids) and receive day, the lowest and
+    // highest seq stored and how many events (health's count adds them up). Reads that
     // go by seq (pages, export, the latest events of statistics) look here first to know which
     // days can hold the rows they want, and then bound their query by receive time, so that the
     // planner reads those days' partitions only instead of planning and probing every day kept.
@@ -254,7 +255,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // out could hold a row of their answer (see lib/store/postgres.ts, readByDays).
     sql: `
       create table watchtower_event_days (
-        user_id text not null,
+        user_id text not null, -- the owner; '' for unowned events
         day integer not null,
         first_seq bigint not null,
         last_seq bigint not null,
@@ -262,8 +263,8 @@ export const MIGRATIONS: readonly Migration[] = [
         primary key (user_id, day)
       );
       insert into watchtower_event_days (user_id, day, first_seq, last_seq, events)
-        select user_id, floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
-        from watchtower_events where user_id is not null group by 1, 2;
+        select coalesce(user_id, ''), floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
+        from watchtower_events group by 1, 2;
     `,
   },
 ];

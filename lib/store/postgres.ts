@@ -162,7 +162,7 @@ interface RecentReads {
   daysOf(f: EventFilter): Promise<EventDay[]>;
 }
 
-/** A row of watchtower_event_days: one user's events received on one UTC day. */
+/** A row of watchtower_event_days: one owner's events received on one UTC day. */
 export interface EventDay { day: number; first: number; last: number; events: number }
 
 /**
@@ -438,8 +438,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         returning seq, user_id, received_at
       ), event_days as (
         insert into watchtower_event_days as d (user_id, day, first_seq, last_seq, events)
-        select user_id, floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
-        from ins where user_id is not null
+        select coalesce(user_id, ''), floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
+        from ins
         group by 1, 2
         order by 1, 2
         on conflict (user_id, day) do update
@@ -654,7 +654,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
     async health(): Promise<StoreHealth> {
       const [row] = await guard('health', () => sql<{ events: number; users: number; database: string; bytes: number }[]>`
-        select (select count(*) from watchtower_events) as events,
+        select (select coalesce(sum(events), 0) from watchtower_event_days) as events,
                (select count(*) from watchtower_users) as users,
                current_database() as database,
                pg_database_size(current_database()) as bytes`);
