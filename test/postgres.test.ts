@@ -439,6 +439,64 @@ async function register() {
     const again = { ...old, receivedAt: new Date(now).toISOString(), received_at: new Date(now).toISOString() };
     assert.equal((await store.insert([again])).map((e) => e.id), ['ret-9-0']);
     assert.equal(await store.insert([again]), []);
+    const [{ n: dayRows }] = await db.query((sql) => sql`select count(*)::int as n from watchtower_event_days where day < ${day - 3}`);
+    assert.is(dayRows, 0, 'sequence ranges of dropped days');
+  });
+
+  test('reads touch only the days they need: an old day\'s partition locked away blocks none of them', async () => {
+    // A query that is not bounded to its days plans and locks every partition; so while another
+    // session holds an exclusive lock on the partition of an old day, such a query waits, and a
+    // query pruned to the days it needs does not.
+    const store = await open();
+    const DAY = 86_400_000;
+    const now = Date.now();
+    const day = Math.floor(now / DAY);
+    const atDay = (d: number) => (day - d) * DAY + Math.floor((now - day * DAY) / 2);
+    // 20 days, oldest first; a day is 50 pageloads on one route and 10 errors.
+    const events = Array.from({ length: 20 }, (_, k) => 19 - k).flatMap((d) => Array.from({ length: 60 }, (_, i) =>
+      ev({ id: `pr-${d}-${i}`, type: i % 6 === 5 ? 'error' : 'pageload', route: '/r', sessionId: `s${i % 7}`,
+           data: i % 6 === 5 ? { message: 'boom' } : { duration: d * 60 + i, ttfb: i } }, 'prune', atDay(d))));
+    for (let d = 19; d >= 0; d--) await store.insert(events.filter((e) => e.id.startsWith(`pr-${d}-`)));
+
+    let release = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held = () => {};
+    const holding = new Promise<void>((resolve) => (held = resolve));
+    const lock = db.query((sql) => sql.begin(async (tx) => {
+      await tx.unsafe(`lock table watchtower_events_p${day - 15} in access exclusive mode`);
+      held();
+      await released;
+    }));
+    await holding;
+    // A read that waits on the lock fails the test (and finishes once the lock is released).
+    const within = <T>(what: string, read: Promise<T>) => Promise.race([read, new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`${what}: waited on an old day's partition`)), 3000))]);
+    try {
+      const newestFirst = [...events].reverse();
+      const page = await within('newest page', store.list({ userId: 'prune', limit: 10 }));
+      assert.equal(page.events.map((e) => e.id), newestFirst.slice(0, 10).map((e) => e.id));
+      const deep = await within('deep page', store.list({ userId: 'prune', limit: 300 }));
+      const next = await within('page after it', store.list({ userId: 'prune', limit: 10, before: deep.nextCursor! }));
+      assert.equal(next.events.map((e) => e.id), newestFirst.slice(300, 310).map((e) => e.id), 'a page five days back');
+      const recent = await within('export', (async () => {
+        const out: StoredEvent[] = [];
+        for await (const batch of store.export({ userId: 'prune', since: atDay(2) - DAY / 2, batchSize: 50 })) out.push(...batch);
+        return out;
+      })());
+      assert.equal(recent.map((e) => e.id), events.slice(17 * 60).map((e) => e.id), 'export of the last days');
+      assert.equal(await within('stats', store.stats('prune', now)), computeStats(events, now), 'stats, all time');
+      const from = now - 2 * DAY;
+      assert.equal(await within('stats of two days', store.stats('prune', now, { from })), computeStats(events, now, { from }), 'stats, two days');
+      // The control: a read that needs the locked day waits for it, so the above would have too.
+      const old = store.list({ userId: 'prune', limit: 10, until: atDay(14) });
+      const waited = await within('control', old).then(() => false, () => true);
+      assert.ok(waited, 'a read of the locked day was not blocked: the test would prove nothing');
+      release();
+      assert.equal((await old).events.map((e) => e.id), events.filter((e) => Date.parse(e.receivedAt) < atDay(14)).reverse().slice(0, 10).map((e) => e.id));
+    } finally {
+      release();
+      await lock;
+    }
   });
 
   test('NOTIFY payloads stay under 8000 bytes whatever the batch', async () => {

@@ -239,4 +239,32 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  // Version 5 comes from a change made separately (breakdown dimensions of the rollups); each
+  // version is applied when missing, so the two apply in either order.
+  {
+    version: 6,
+    name: 'sequence range of each user day',
+    // Per owner ('' for unowned events, as in watchtower_event_ids) and receive day, the lowest and
+    // highest seq stored and how many events (health's count adds them up). Reads that
+    // go by seq (pages, export, the latest events of statistics) look here first to know which
+    // days can hold the rows they want, and then bound their query by receive time, so that the
+    // planner reads those days' partitions only instead of planning and probing every day kept.
+    // Maintained by the insert statement; retention deletes the rows of the days it drops.
+    // Seq is nearly, not exactly, in receive order (instances stamp receive times before they
+    // take a seq; clocks step back), so days' ranges may overlap: readers check that no day left
+    // out could hold a row of their answer (see lib/store/postgres.ts, readByDays).
+    sql: `
+      create table watchtower_event_days (
+        user_id text not null, -- the owner; '' for unowned events
+        day integer not null,
+        first_seq bigint not null,
+        last_seq bigint not null,
+        events bigint not null,
+        primary key (user_id, day)
+      );
+      insert into watchtower_event_days (user_id, day, first_seq, last_seq, events)
+        select coalesce(user_id, ''), floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
+        from watchtower_events group by 1, 2;
+    `,
+  },
 ];

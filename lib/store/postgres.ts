@@ -14,7 +14,7 @@ import { CounterRollups, counterPart, DAY_SESSIONS, eventCounters, HOUR_SESSIONS
 import { HourRollup, rollupRow, type RollupPart } from '../rollup/hour.ts';
 import {
   ACTIVE_WINDOW_MS, DAY_MS, feedbackRating, HOUR_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS,
-  routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
+  resolveRange, routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { compactClosedDays, DayPartCache, decodeDay } from './postgres-compaction.ts';
@@ -153,6 +153,64 @@ function insertColumns(batch: readonly StoredEvent[]) {
   return cols;
 }
 
+/** A latency point as read for statistics, with its seq (see readByDays). */
+interface PointRow { route: string; seq: string; duration: number; ttfb: number | null; ts: string }
+
+/** How statsOf reads the latest events of a user: by days, as pages are read. */
+interface RecentReads {
+  newest(f: EventFilter, want: number): Promise<SeqRow[]>;
+  daysOf(f: EventFilter): Promise<EventDay[]>;
+}
+
+/** A row of watchtower_event_days: one owner's events received on one UTC day. */
+export interface EventDay { day: number; first: number; last: number; events: number }
+
+/**
+ * Reads, for each key, the first `want` rows in seq order (`desc`: newest first, `asc`: oldest
+ * first) from the fewest days that can hold them. `days` are the candidate days (those the query's
+ * bounds and cursor leave); `read(d0, d1, keys)` runs the query bounded to the receive days d0..d1
+ * (so the planner prunes every other partition) and answers rows per key in the same order.
+ *
+ * It reads the days nearest the start of the order first, as many as hold `target` events (by
+ * default twice `want`). The answer of a key is exact when no day outside the span read could hold
+ * a row that belongs in it: there is no such day at all, or the key got `want` rows and every day
+ * left out lies wholly after the last of them in seq order. Seq is only nearly in receive order,
+ * so this is checked, not assumed. Keys still short are read again over more days: as many events
+ * as the density of their rows in the span read says they need, at least twice as many.
+ */
+export async function readByDays<R extends { seq: string }>(
+  days: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[],
+  read: (d0: number, d1: number, keys: string[]) => Promise<Map<string, R[]>>, target = want * 2,
+): Promise<Map<string, R[]>> {
+  const out = new Map<string, R[]>();
+  if (!days.length || want <= 0) return out;
+  const sorted = [...days].sort(order === 'desc' ? (a, b) => b.last - a.last : (a, b) => a.first - b.first);
+  let pending = [...keys];
+  while (pending.length) {
+    let d0 = Infinity, d1 = -Infinity, taken = 0;
+    for (const d of sorted) {
+      if (taken >= target) break;
+      taken += d.events;
+      d0 = Math.min(d0, d.day);
+      d1 = Math.max(d1, d.day);
+    }
+    const outside = sorted.filter((d) => d.day < d0 || d.day > d1);
+    const rows = await read(d0, d1, pending);
+    let next = taken * 2;
+    pending = pending.filter((key) => {
+      const got = rows.get(key) ?? [];
+      const last = got.length >= want ? Number(got[want - 1].seq) : NaN;
+      const exact = outside.length === 0 ||
+        outside.every((d) => (order === 'desc' ? d.last < last : d.first > last));
+      if (exact) out.set(key, got.slice(0, want));
+      else next = Math.max(next, got.length ? Math.ceil((taken * want * 1.25) / got.length) : taken * 8);
+      return !exact;
+    });
+    target = next;
+  }
+  return out;
+}
+
 /** The rollup scope of a project's statistics ('' is all the user's events). */
 const scopeOf = (projectId: string | undefined) => (projectId === undefined ? '' : '#' + projectId);
 
@@ -230,6 +288,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     const dropped = await guard('retention', () => dropDaysBefore(sql, cutoff));
     await guard('retention', () => sql`delete from watchtower_event_ids where day < ${cutoff}::integer`);
     await guard('retention', () => sql`delete from watchtower_rollup_days where day < ${cutoff}::integer`);
+    await guard('retention', () => sql`delete from watchtower_event_days where day < ${cutoff}::integer`);
     for (const d of knownDays) if (d < cutoff) knownDays.delete(d);
     if (dropped) log(`retention dropped ${dropped} day(s) of events received before ${new Date(cutoff * DAY_MS).toISOString()}`);
     return dropped;
@@ -254,9 +313,15 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   let delivery: Promise<void> = Promise.resolve();
   let closed = false;
 
+  // Announced rows were just committed, so they were received today or yesterday (by this
+  // instance's clock; the partitions of days after it are kept too): the bound spares the
+  // planner every older partition. A row an instance stamped with a clock off by more than a day
+  // is stored and readable but not pushed live, as delivery across instances is best effort.
   const loadBySeq = async (seqs: number[]) => {
+    const since = new Date((Math.floor(Date.now() / DAY_MS) - 1) * DAY_MS).toISOString();
     const rows = await sql<Row[]>`
-      select metadata, raw from watchtower_events where seq = any(${pgArray(seqs)}::bigint[]) order by seq`;
+      select metadata, raw from watchtower_events
+      where seq = any(${pgArray(seqs)}::bigint[]) and received_at >= ${since}::timestamptz order by seq`;
     return rows.map(toEvent);
   };
 
@@ -370,7 +435,17 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         select user_id, project_id, type, received_at::timestamptz, session_id, app_version, route_key, duration, rating,
                metadata::jsonb, raw
         from fresh order by ord
-        returning seq
+        returning seq, user_id, received_at
+      ), event_days as (
+        insert into watchtower_event_days as d (user_id, day, first_seq, last_seq, events)
+        select coalesce(user_id, ''), floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
+        from ins
+        group by 1, 2
+        order by 1, 2
+        on conflict (user_id, day) do update
+          set first_seq = least(d.first_seq, excluded.first_seq), last_seq = greatest(d.last_seq, excluded.last_seq),
+              events = d.events + excluded.events
+        returning 1
       ), counters as (
         select f.user_id, k.scope, f.hour, f.day, f.session_id, k.kind, k.key, k.ms, k.micros
         from unnest(
@@ -407,7 +482,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         from (select seq, (row_number() over (order by seq) - 1) / ${NOTIFY_CHUNK} as chunk from ins) c
         group by chunk
       )
-      select owner, id, (select count(*) from notified) as notifications, (select count(*) from rolled) as counters
+      select owner, id, (select count(*) from notified) as notifications, (select count(*) from rolled) as counters,
+             (select count(*) from event_days) as days
       from claimed`);
     return new Set(rows.map((r) => `${r.owner}\u0000${r.id}`));
   };
@@ -460,6 +536,30 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}`;
   };
 
+  /** The user's days that the filter's receive times can fall in (see readByDays). */
+  const daysOf = async (f: Pick<EventFilter, 'userId' | 'since' | 'until'>): Promise<EventDay[]> => {
+    const rows = await sql<EventDay[]>`
+      select day, first_seq::float8 as first, last_seq::float8 as last, events::float8 as events
+      from watchtower_event_days where user_id = ${col(f.userId)}
+        ${f.since !== undefined ? sql`and day >= ${Math.floor(f.since / DAY_MS)}` : sql``}
+        ${f.until !== undefined ? sql`and day <= ${Math.floor((f.until - 1) / DAY_MS)}` : sql``}`;
+    return rows;
+  };
+  /** Receive times within days d0..d1: a condition the planner prunes partitions by. */
+  const receivedIn = (d0: number, d1: number) =>
+    sql`received_at >= ${new Date(d0 * DAY_MS).toISOString()}::timestamptz and received_at < ${new Date((d1 + 1) * DAY_MS).toISOString()}::timestamptz`;
+  /** The newest `want` events of a filter (before a seq, if given), newest first. */
+  const newest = async (f: EventFilter, want: number, beforeSeq?: number): Promise<SeqRow[]> => {
+    const days = (await daysOf(f)).filter((d) => beforeSeq === undefined || d.first < beforeSeq);
+    const found = await readByDays(days, 'desc', want, [''], (d0, d1) => sql<SeqRow[]>`
+      select seq, metadata, raw from watchtower_events
+      where ${filterSql(f)} and ${receivedIn(d0, d1)}
+        ${beforeSeq !== undefined ? sql`and seq < ${beforeSeq}` : sql``}
+      order by seq desc
+      limit ${want}`.then((rows) => new Map([['', rows]])));
+    return found.get('') ?? [];
+  };
+
   const store: Store = {
     persisted: true,
     insert(events) {
@@ -472,17 +572,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
     // Keyset pagination on seq, the insertion order, through the per-user (type | version, seq)
     // indexes: a page costs the same however deep it is, with no server-side cursor (and so no
-    // reserved connection, see the top of this file) held between pages.
+    // reserved connection, see the top of this file) held between pages. readByDays bounds each
+    // query by receive time to the days that can hold the page, so only their partitions are read.
     async list(q: EventQuery): Promise<EventPage> {
       const beforeSeq = q.before === undefined ? undefined : decodeCursor(q.before);
       const limit = Math.max(0, Math.floor(q.limit));
       if (limit === 0) return { events: [], nextCursor: null };
-      const rows = await guard('list', () => sql<SeqRow[]>`
-        select seq, metadata, raw from watchtower_events
-        where ${filterSql(q)}
-          ${beforeSeq !== undefined ? sql`and seq < ${beforeSeq}` : sql``}
-        order by seq desc
-        limit ${limit + 1}`);
+      const rows = await guard('list', () => newest(q, limit + 1, beforeSeq));
       const more = rows.length > limit;
       if (more) rows.pop();
       return { events: rows.map(toEvent), nextCursor: more ? encodeCursor(Number(rows[rows.length - 1].seq)) : null };
@@ -494,15 +590,17 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       // The end is fixed first. An insert that took a lower seq and commits later can still be
       // missed, as with any read of a table being written: what the export covers is what had
       // committed when it began, give or take those in flight.
-      const [{ max }] = await guard('export', () => sql<{ max: string }[]>`
-        select coalesce(max(seq), 0) as max from watchtower_events where user_id = ${col(filter.userId)}`);
+      const days = await guard('export', () => daysOf(filter));
+      const max = Math.max(0, ...days.map((d) => d.last));
       let afterSeq = 0;
       for (;;) {
-        const rows = await guard('export', () => sql<SeqRow[]>`
+        const after = afterSeq;
+        const found = await guard('export', () => readByDays(days.filter((d) => d.last > after), 'asc', limit, [''], (d0, d1) => sql<SeqRow[]>`
           select seq, metadata, raw from watchtower_events
-          where ${filterSql(filter)} and seq > ${afterSeq} and seq <= ${max}
+          where ${filterSql(filter)} and ${receivedIn(d0, d1)} and seq > ${after} and seq <= ${max}
           order by seq
-          limit ${limit}`);
+          limit ${limit}`.then((rows) => new Map([['', rows]]))));
+        const rows = found.get('') ?? [];
         if (rows.length) yield rows.map(toEvent);
         if (rows.length < limit) return;
         afterSeq = Number(rows[rows.length - 1].seq);
@@ -514,15 +612,24 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       // A bad range is a RangeError before any query.
       planStats(now, range);
       return guard('stats', async () => {
-        // The newest hour with rollups (or the end of the newest compacted day) bounds the user's
-        // latest event: a range ending after it takes its last hour whole from rollups rather
-        // than reading its raw rows.
-        const [{ hour }] = await sql<{ hour: number | null }[]>`
-          select greatest(
-            (select max(hour) from watchtower_rollups where user_id = ${user} and scope = ${scope} and kind = ${TYPE}::text),
-            (select max(day) * 24 + 23 from watchtower_rollup_days where user_id = ${user} and scope = ${scope})) as hour`;
-        const plan = planStats(now, range, hour === null ? -Infinity : (hour + 1) * HOUR_MS - 1);
-        return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId));
+        // Whether the user has events at or after the range's end: if not, a range ending after
+        // the latest event (one ending now) takes its last hour whole from rollups rather than
+        // reading its raw rows (see planStats). Only the hours from the end's on are looked at, so
+        // the planner reads the partitions of those days only; without a range nothing is needed.
+        let latest = Infinity;
+        const to = range === undefined ? undefined : resolveRange(range, now)?.to;
+        if (to !== undefined) {
+          const endHour = Math.floor(to / HOUR_MS);
+          const [{ hour }] = await sql<{ hour: number | null }[]>`
+            select greatest(
+              (select max(hour) from watchtower_rollups
+                where user_id = ${user} and scope = ${scope} and kind = ${TYPE}::text and hour >= ${endHour}),
+              (select max(day) * 24 + 23 from watchtower_rollup_days
+                where user_id = ${user} and scope = ${scope} and day >= ${Math.floor(endHour / 24)})) as hour`;
+          latest = (hour === null ? endHour : hour + 1) * HOUR_MS - 1;
+        }
+        const plan = planStats(now, range, latest);
+        return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId), { newest, daysOf });
       });
     },
 
@@ -547,7 +654,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
     async health(): Promise<StoreHealth> {
       const [row] = await guard('health', () => sql<{ events: number; users: number; database: string; bytes: number }[]>`
-        select (select count(*) from watchtower_events) as events,
+        select (select coalesce(sum(events), 0) from watchtower_event_days) as events,
                (select count(*) from watchtower_users) as users,
                current_database() as database,
                pg_database_size(current_database()) as bytes`);
@@ -682,12 +789,14 @@ function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, 
  * Statistics from rollups, as every store answers them (lib/rollup/assemble.ts): one statement
  * reads the compacted days in range (only the bytes of days this instance has not cached; see
  * lib/store/postgres-compaction.ts), the counters of the plan's whole hours summed per series
- * bucket, the session counters
- * and sessions the series needs, the raw rows of the partial hours at the range's edges, and the
- * recent rows (active sessions, errors, activity) by index; a second reads the latest points of
- * each route. Single statements on pooled connections, never a transaction (see guard).
+ * bucket, the session counters and sessions the series needs, the raw rows of the partial hours
+ * at the range's edges, and the active sessions of the last minutes. Beside it, the latest errors
+ * and activity, then the latest points of each route, are read by days (readByDays), so that no
+ * read of raw rows goes through every daily partition. Single statements on pooled connections,
+ * never a transaction (see guard).
  */
-async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, user: string, scope: string, project: string | null): Promise<Stats> {
+async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, user: string, scope: string, project: string | null,
+  recent: RecentReads): Promise<Stats> {
   const { now, range: r } = plan;
   const [h0, h1] = plan.fullHours;
   const hours = (from: number, to: number) =>
@@ -708,13 +817,18 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   // Compacted days are read in the same statement as the counters: one snapshot, so a compaction
   // committing meanwhile is seen either whole (day rows, no counters) or not at all.
   const cached = new Map(cache.daysOf(user, scope));
+  // The latest errors and events: read by days (see readByDays), beside the main statement.
+  const window: EventFilter = { userId: user, ...(project === null ? {} : { projectId: project }), ...(r ? { since: r.from, until: r.to } : {}) };
+  const latest = Promise.all([recent.newest({ ...window, type: 'error' }, RECENT_ERRORS), recent.newest(window, RECENT_ACTIVITY), recent.daysOf(window)]);
+  // Settled even if the main statement fails first, so that no rejection goes unhandled.
+  latest.catch(() => {});
   const [row] = await sql<{
     days: [number, string | null][];
     counters: [string, string, number, number | null, number, number][];
     session_counts: [string, number, number][];
     sessions: [number, string][];
     edges: [number, string, string | null, string | null, string | null, number | null, number | null][];
-    active: number; errors: Row[]; activity: Row[];
+    active: number;
   }[]>`
     select
       (select coalesce(json_agg(json_build_array(day, case when day = any(${pgArray([...cached.keys()])}::int4[]) then null
@@ -741,13 +855,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
            and ${anyOf(plan.rawSpans, (a, b) => sql`(received_at >= ${iso(a)}::timestamptz and received_at < ${iso(b)}::timestamptz)`)}) as edges,
       (select count(distinct session_id)::int from watchtower_events
          where user_id = ${user} ${ofProject} ${inRange} and session_id is not null
-           and received_at >= ${iso(now - ACTIVE_WINDOW_MS)}::timestamptz and received_at <= ${iso(now)}::timestamptz) as active,
-      (select coalesce(json_agg(json_build_object('metadata', metadata, 'raw', raw) order by seq desc), '[]') from (
-         select seq, metadata, raw from watchtower_events where user_id = ${user} and type = 'error' ${ofProject} ${inRange}
-         order by seq desc limit ${RECENT_ERRORS}) t) as errors,
-      (select coalesce(json_agg(json_build_object('metadata', metadata, 'raw', raw) order by seq desc), '[]') from (
-         select seq, metadata, raw from watchtower_events where user_id = ${user} ${ofProject} ${inRange}
-         order by seq desc limit ${RECENT_ACTIVITY}) t) as activity`;
+           and received_at >= ${iso(now - ACTIVE_WINDOW_MS)}::timestamptz and received_at <= ${iso(now)}::timestamptz) as active`;
 
   // Counters summed per bucket (types: the bucket's parts) or over the whole hours (the rest).
   const byBucket = new Map<number, Counter[]>();
@@ -786,22 +894,30 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
 
   const routes = new Set<string>();
   for (const p of [...parts, ...edges]) for (const route of p.columns().routes) routes.add(route);
+  const [errors, activity, days] = await latest;
   const points = new Map<string, LatencyPoint[]>();
-  if (routes.size) {
-    const latest = await sql<{ route: string; points: [number, number | null, string][] }[]>`
-      select r.route, p.points from unnest(${pgArray([...routes])}::text[]) as r(route),
+  // The latest points of each route, newest first, from the days that hold them.
+  const perRoute = await readByDays(days, 'desc', LATENCY_POINTS, [...routes], async (d0, d1, keys) => {
+    const rows = await sql<PointRow[]>`
+      select r.route, last.* from unnest(${pgArray(keys)}::text[]) as r(route),
       lateral (
-        select json_agg(json_build_array(duration, ttfb, ts) order by seq) as points from (
-          select seq, duration, metadata->>'timestamp' as ts,
-                 case when jsonb_typeof(metadata->'data'->'ttfb') = 'number' then (metadata->'data'->>'ttfb')::float8 end as ttfb
-          from watchtower_events
-          where user_id = ${user} and route_key = r.route ${ofProject} ${inRange}
-          order by seq desc limit ${LATENCY_POINTS}) last
-      ) p`;
-    for (const { route, points: pts } of latest) {
-      if (pts) points.set(route, pts.map(([duration, ttfb, timestamp]) => ({ duration, ttfb, timestamp })));
+        select seq, duration, metadata->>'timestamp' as ts,
+               case when jsonb_typeof(metadata->'data'->'ttfb') = 'number' then (metadata->'data'->>'ttfb')::float8 end as ttfb
+        from watchtower_events
+        where user_id = ${user} and route_key = r.route ${ofProject} ${inRange}
+          and received_at >= ${iso(d0 * DAY_MS)}::timestamptz and received_at < ${iso((d1 + 1) * DAY_MS)}::timestamptz
+        order by seq desc limit ${LATENCY_POINTS}) last`;
+    const byRoute = new Map<string, PointRow[]>();
+    for (const row of rows) {
+      let list = byRoute.get(row.route);
+      if (!list) byRoute.set(row.route, (list = []));
+      list.push(row);
     }
+    return byRoute;
+  }, LATENCY_POINTS * routes.size * 2);
+  for (const [route, pts] of perRoute) {
+    if (pts.length) points.set(route, pts.reverse().map(({ duration, ttfb, ts }) => ({ duration, ttfb, timestamp: ts })));
   }
-  const recents: Recents = { activeUsers: row.active, errors: row.errors.map(toEvent), activity: row.activity.map(toEvent), points };
+  const recents: Recents = { activeUsers: row.active, errors: errors.map(toEvent), activity: activity.map(toEvent), points };
   return assembleStats({ plan, rollups, edges, recents });
 }

@@ -1,0 +1,91 @@
+// Property: readByDays (lib/store/postgres.ts), which picks the daily partitions a read by seq
+// needs, answers what a read of every day would, for random rows whose days are only nearly in
+// seq order (clocks stepping back, instances stamping before they take a seq), both orders,
+// several keys; and on rows in seq order it reads only the days near the start.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import fc from 'fast-check';
+import { readByDays, type EventDay } from '../lib/store/postgres.ts';
+
+const RUNS = Number(process.env.WATCHTOWER_PROPERTY_RUNS ?? 150);
+
+interface Row { seq: string; day: number; key: string }
+
+/**
+ * Rows with seq 1..n, keyed (c rarer than a and b): mostly on the previous row's day or the next,
+ * sometimes a day back (a clock stepped back across midnight), now and then any day of the span
+ * (events inserted out of receive order, as a migration or a test may).
+ */
+const rowsArb = fc.array(fc.tuple(fc.nat(99), fc.nat(30), fc.constantFrom('a', 'a', 'b', 'b', 'c')), { minLength: 0, maxLength: 300 })
+  .map((steps) => {
+    let day = 100;
+    return steps.map(([p, any, key], i): Row => {
+      if (p < 5) return { seq: String(i + 1), day: 90 + any, key };
+      day += p < 25 ? 1 : p < 30 ? -1 : 0;
+      return { seq: String(i + 1), day, key };
+    });
+  });
+
+function daysOf(rows: readonly Row[]): EventDay[] {
+  const days = new Map<number, EventDay>();
+  for (const r of rows) {
+    const s = Number(r.seq);
+    const d = days.get(r.day);
+    if (!d) days.set(r.day, { day: r.day, first: s, last: s, events: 1 });
+    else Object.assign(d, { first: Math.min(d.first, s), last: Math.max(d.last, s), events: d.events + 1 });
+  }
+  return [...days.values()];
+}
+
+/** What a query bounded to days d0..d1 answers: per key, the first `want` rows past the cursor. */
+const reader = (rows: readonly Row[], order: 'asc' | 'desc', want: number, cursor: number, spans: [number, number][]) =>
+  async (d0: number, d1: number, keys: string[]) => {
+    spans.push([d0, d1]);
+    const out = new Map<string, Row[]>();
+    for (const key of keys) {
+      const got = rows.filter((r) => r.key === key && r.day >= d0 && r.day <= d1 && (order === 'desc' ? Number(r.seq) < cursor : Number(r.seq) > cursor));
+      got.sort((a, b) => (order === 'desc' ? Number(b.seq) - Number(a.seq) : Number(a.seq) - Number(b.seq)));
+      out.set(key, got.slice(0, want));
+    }
+    return out;
+  };
+
+test('readByDays answers what a read of every day answers, whatever the order of days and seqs', async () => {
+  await fc.assert(fc.asyncProperty(rowsArb, fc.constantFrom<'asc' | 'desc'>('asc', 'desc'), fc.integer({ min: 1, max: 40 }),
+    fc.integer({ min: 0, max: 320 }), async (rows, order, want, cursor) => {
+      const keys = ['a', 'b', 'c'];
+      const candidates = daysOf(rows).filter((d) => (order === 'desc' ? d.first < cursor : d.last > cursor));
+      const got = await readByDays(candidates, order, want, keys, reader(rows, order, want, cursor, []));
+      const all = await reader(rows, order, want, cursor, [])(-Infinity, Infinity, keys);
+      for (const key of keys) {
+        assert.equal((got.get(key) ?? []).map((r) => r.seq), (all.get(key) ?? []).map((r) => r.seq), `${order} ${key}`);
+      }
+    }), { numRuns: RUNS });
+});
+
+test('readByDays reads only the days near the start when days follow seq order', async () => {
+  // 60 days of 100 rows each, in seq order; 50 rows wanted: one day, read once.
+  const rows: Row[] = Array.from({ length: 6000 }, (_, i) => ({ seq: String(i + 1), day: 1000 + Math.floor(i / 100), key: 'a' }));
+  for (const order of ['desc', 'asc'] as const) {
+    const spans: [number, number][] = [];
+    const cursor = order === 'desc' ? 6001 : 0;
+    const got = await readByDays(daysOf(rows), order, 50, ['a'], reader(rows, order, 50, cursor, spans));
+    assert.is(got.get('a')!.length, 50);
+    assert.equal(spans, [order === 'desc' ? [1059, 1059] : [1000, 1000]], order);
+  }
+  // A key that is rare is read again over more days, not over all of them at once.
+  const rare = rows.map((r, i) => ({ ...r, key: i % 50 === 0 ? 'b' : 'a' }));
+  const spans: [number, number][] = [];
+  const got = await readByDays(daysOf(rare), 'desc', 10, ['b'], reader(rare, 'desc', 10, 6001, spans));
+  assert.is(got.get('b')!.length, 10);
+  assert.ok(spans.length >= 2 && spans.at(-1)![0] > 1000, JSON.stringify(spans));
+});
+
+test('readByDays without candidate days reads nothing', async () => {
+  let reads = 0;
+  const got = await readByDays<Row>([], 'desc', 10, ['a'], async () => (reads++, new Map()));
+  assert.is(got.size, 0);
+  assert.is(reads, 0);
+});
+
+test.run();
