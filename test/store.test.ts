@@ -17,4 +17,4 @@ storeContract('sqlite', async () => {
   dirs.push(dir);
   // Retention off: the contract's data sets are dated in the past on purpose.
   return openSqliteStore({ path: join(dir, 'watchtower.sqlite'), retentionDays: 0 });
-});
+}, { rollupStats: true });

@@ -1,6 +1,6 @@
 // The worker thread that owns the sqlite store's database (sql.js). sqlite.ts starts it; see there
 // for the design. This side holds everything that touches the database: schema, inserts, the per-user
-// aggregates, reads, retention, health figures, start-up (snapshot load, journal replay) and
+// rollups and live windows, reads, retention, health figures, start-up (snapshot load, journal replay) and
 // snapshots (the database file → temp file → fsync → rename → fsync dir → delete covered journal
 // segments). Its file operations go through a StoreFs (fs.ts), as the main thread's do.
 //
@@ -13,14 +13,17 @@ import { basename, dirname, join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import type { Database, Statement } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
+import { LiveWindow, type LiveWindowState, type Recents } from '../live-window.ts';
+import { assembleStats, planStats } from '../rollup/assemble.ts';
+import { HourRollup, type RollupRow } from '../rollup/hour.ts';
+import { UserRollups } from '../rollup/user.ts';
 import {
-  ACTIVE_WINDOW_MS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, breakdownCounts, computeStats, feedbackRating, pageloadDuration,
-  round2, routeKey, seriesLabels, type LatencySummary, type Stats, type StatsRange,
+  ACTIVE_WINDOW_MS, LATENCY_POINTS, RECENT_ACTIVITY, RECENT_ERRORS, feedbackRating, pageloadDuration, routeKey,
+  type LatencyPoint, type ResolvedRange, type Stats, type StatsRange,
 } from '../stats.ts';
 import { isoBounds } from './filter.ts';
 import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs, type StoreFsModule } from './fs.ts';
 import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
-import { UserAgg, type AggRow } from './sqlite-aggregates.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
 import { ROW_COLUMNS, eventFromRow, metadataOf, ownerKey, type ColValues, type RowValues } from './sqlite-row.ts';
 import type { AppUser, EventFilter } from './types.ts';
@@ -164,9 +167,10 @@ class Engine {
   private activeStmt: Statement;
   private oldestStmt: Statement;
   private deleteUpToStmt: Statement;
-  private aggs = new Map<string, UserAgg>();
+  /** Per owner: the rollups and the live window that statistics are assembled from. */
+  private scopes = new Map<string, Scope>();
   /**
-   * Whether the aggregates (and the main thread's keys) follow the rows. Not during start-up's replay
+   * Whether the rollups (and the main thread's keys) follow the rows. Not during start-up's replay
    * and retention: one scan afterwards derives both from what is left (`derive`).
    */
   private derived = false;
@@ -211,10 +215,7 @@ class Engine {
       `SELECT COUNT(DISTINCT session_id) FROM events INDEXED BY events_user_received
        WHERE user_id = ? AND received_at >= ? AND received_at <= ? AND session_id IS NOT NULL`,
     );
-    this.oldestStmt = db.prepare(
-      `SELECT seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating, id
-       FROM events ORDER BY seq LIMIT ?`,
-    );
+    this.oldestStmt = db.prepare(`SELECT ${TRACK_COLUMNS} FROM events ORDER BY seq LIMIT ?`);
     this.deleteUpToStmt = db.prepare('DELETE FROM events WHERE seq <= ?');
     const s = db.prepare('SELECT COALESCE(MAX(seq), 0), COUNT(*) FROM events');
     s.step();
@@ -222,10 +223,22 @@ class Engine {
     s.free();
   }
 
-  private aggOf(owner: string) {
-    let a = this.aggs.get(owner);
-    if (!a) this.aggs.set(owner, (a = new UserAgg()));
-    return a;
+  /** Counts a stored event in its owner's rollups and live window (unowned events count for no one). */
+  private track(owner: string, row: RollupRow, e: WindowEvent) {
+    if (owner === '') return;
+    let scope = this.scopes.get(owner);
+    if (!scope) this.scopes.set(owner, (scope = { rollups: new UserRollups(), window: new LiveWindow() }));
+    scope.rollups.add(row);
+    scope.window.add(e as unknown as StoredEvent, row.receivedMs, row.route);
+  }
+
+  /** Takes back an event retention removed: always the oldest stored, as LiveWindow.remove needs. */
+  private untrack(owner: string, row: RollupRow, e: WindowEvent) {
+    const scope = this.scopes.get(owner);
+    if (!scope) return;
+    scope.rollups.remove(row);
+    scope.window.remove(e as unknown as StoredEvent, row.receivedMs, row.route);
+    if (scope.rollups.empty) this.scopes.delete(owner);
   }
 
   /** Inserts events (in one transaction). Returns how many were new. */
@@ -256,10 +269,7 @@ class Engine {
         this.maxSeq = seq;
         this.eventCount++;
         added++;
-        if (this.derived) this.aggOf(owner).apply(
-          { seq, type: e.type, version: e.deployVersion, receivedMs, session, route, duration, ttfb: duration === null ? null : ttfb, timestamp: e.timestamp, rating },
-          1,
-        );
+        if (this.derived) this.track(owner, { receivedMs, type: e.type, version, session, route, duration, rating }, e);
       }
       db.exec('COMMIT');
     } catch (err) {
@@ -285,7 +295,7 @@ class Engine {
           this.applyUser(entry.u);
           continue;
         }
-        events.push(entry.e as StoredEvent);
+        events.push(entry.e as unknown as StoredEvent);
       }
       if (events.length) added += this.applyEvents(events);
     }
@@ -293,27 +303,42 @@ class Engine {
   }
 
   /**
-   * After start-up's replay and retention: the aggregates, rebuilt from the rows (by column, no JSON
-   * parsing) rather than persisted, and every stored (owner, id) grouped by owner for the main
-   * thread's dedupe set, in one scan.
+   * After start-up's replay and retention: the rollups and live windows, rebuilt from the rows (by
+   * column, no JSON parsing; the few events the windows keep are read whole afterwards), and every
+   * stored (owner, id) grouped by owner for the main thread's dedupe set, in one scan.
    */
   derive(): Record<string, string> {
-    this.aggs.clear();
+    this.scopes.clear();
     const ids = new Map<string, string[]>();
-    const all = this.db.prepare(
-      'SELECT seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating, id FROM events ORDER BY seq',
-    );
+    const all = this.db.prepare(`SELECT ${TRACK_COLUMNS} FROM events ORDER BY seq`);
     try {
       while (all.step()) {
         const v = all.get();
-        const { owner, row } = rowFrom(v);
-        this.aggOf(owner).apply(row, 1);
+        const { owner, row, e } = rowFrom(v);
+        this.track(owner, row, e);
         let list = ids.get(owner);
         if (!list) ids.set(owner, (list = []));
-        list.push(v[11] as string);
+        list.push(e.id);
       }
     } finally {
       all.free();
+    }
+    // The windows hold column-only events: swap in the whole events they will answer with.
+    const byId = this.db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_id WHERE user_id = ? AND id = ?`);
+    try {
+      for (const [owner, scope] of this.scopes) {
+        const state: LiveWindowState = scope.window.toJSON();
+        for (const list of [state.errors.items, state.activity.items]) {
+          for (const held of list) {
+            byId.bind([owner, held[2]]);
+            if (byId.step()) held[0] = eventFromRow(byId.get() as RowValues);
+            byId.reset();
+          }
+        }
+        scope.window = LiveWindow.fromJSON(state);
+      }
+    } finally {
+      byId.free();
     }
     this.derived = true;
     const keys: Record<string, string> = {};
@@ -324,13 +349,13 @@ class Engine {
   /** Deletes up to PRUNE_BATCH of the oldest rows matching `old`; returns how many. */
   private pruneBatch(limit: number, old: (receivedAt: string) => boolean): number {
     const { oldestStmt } = this;
-    const rows: { owner: string; row: AggRow; id: string }[] = [];
+    const rows: ReturnType<typeof rowFrom>[] = [];
     oldestStmt.bind([Math.min(limit, PRUNE_BATCH)]);
     try {
       while (oldestStmt.step()) {
         const v = oldestStmt.get();
         if (!old(v[4] as string)) break;
-        rows.push({ ...rowFrom(v), id: v[11] as string });
+        rows.push(rowFrom(v));
       }
     } finally {
       oldestStmt.reset();
@@ -338,7 +363,7 @@ class Engine {
     if (!rows.length) return 0;
     this.db.exec('BEGIN');
     try {
-      this.deleteUpToStmt.run([rows[rows.length - 1].row.seq]);
+      this.deleteUpToStmt.run([rows[rows.length - 1].seq]);
       this.db.exec('COMMIT');
     } catch (err) {
       this.db.exec('ROLLBACK');
@@ -346,11 +371,9 @@ class Engine {
     }
     if (this.derived) {
       const keys: string[] = [];
-      for (const { owner, row, id } of rows) {
-        const a = this.aggOf(owner);
-        a.apply(row, -1);
-        if (a.total === 0) this.aggs.delete(owner);
-        keys.push(owner, id);
+      for (const { owner, row, e } of rows) {
+        this.untrack(owner, row, e);
+        keys.push(owner, e.id);
       }
       // The main thread's dedupe set must forget them, or a re-sent pruned event would be ignored.
       post({ pruned: keys });
@@ -471,83 +494,75 @@ class Engine {
   }
 
   /**
-   * Statistics within a range, as an interim: every row of the user in range, then computeStats.
-   * Exact, but it reads and holds the range's events (seconds and hundreds of MB at 1M): the
-   * segmented store that replaces this one answers ranges from rollups, as the memory store does.
-   * The caller has checked the range (resolveRange), so it holds from.
+   * Statistics, assembled like every store's (lib/rollup/assemble.ts): whole hours from the owner's
+   * rollups, the partial hours at a range's edges from its rows, recents from the live window (or,
+   * when it cannot answer exactly, from the range's rows).
    */
-  private rangeStats(userId: string, now: number, range: StatsRange): Stats {
-    const to = range.to ?? now;
-    const { since, until } = isoBounds({ since: range.from, until: to });
-    const where = ['user_id = ?'];
-    const params: string[] = [userId === '' ? '\u0000' : userId];
-    if (since !== undefined) where.push('received_at >= ?'), params.push(since);
-    if (until !== undefined) where.push('received_at < ?'), params.push(until);
-    const stmt = this.db.prepare(
-      `SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_received WHERE ${where.join(' AND ')} ORDER BY seq`,
-    );
-    const events: StoredEvent[] = [];
-    try {
-      stmt.bind(params);
-      while (stmt.step()) events.push(eventFromRow(stmt.get() as RowValues));
-    } finally {
-      stmt.free();
-    }
-    return computeStats(events, now, range);
+  stats(userId: string, now: number, range?: StatsRange): Stats {
+    const scope = userId === '' ? undefined : this.scopes.get(userId);
+    const plan = planStats(now, range, scope?.window.newest);
+    if (!scope) return assembleStats({ plan, rollups: new UserRollups(), edges: [], recents: { activeUsers: 0, errors: [], activity: [], points: new Map() } });
+    const edges = plan.rawSpans.flatMap(([start, end]) => HourRollup.fromRows(this.trackRows(userId, start, end, 'ASC', (r) => void r)));
+    const recents = scope.window.recents(now, plan.range) ?? this.recentsFromRows(userId, now, plan.range);
+    return assembleStats({ plan, rollups: scope.rollups, edges, recents });
   }
 
-  stats(userId: string, now: number, range?: StatsRange): Stats {
-    if (range) return this.rangeStats(userId, now, range);
-    const a = (userId !== '' && this.aggs.get(userId)) || new UserAgg();
-    const { activeStmt } = this;
-    activeStmt.bind([userId === '' ? '\u0000' : userId, new Date(now - ACTIVE_WINDOW_MS).toISOString(), new Date(now).toISOString()]);
-    let activeUsers = 0;
+  /** The owner's rows received in [start, end) in seq order, as rollup rows; `each` sees every one. */
+  private trackRows(userId: string, start: number, end: number, order: 'ASC' | 'DESC', each: (r: ReturnType<typeof rowFrom>) => boolean | void): RollupRow[] {
+    const where = ['user_id = ?'];
+    const params: string[] = [userId];
+    if (Number.isFinite(start)) where.push('received_at >= ?'), params.push(new Date(start).toISOString());
+    if (Number.isFinite(end)) where.push('received_at < ?'), params.push(new Date(end).toISOString());
+    const text = `SELECT ${TRACK_COLUMNS} FROM events INDEXED BY events_user_received WHERE ${where.join(' AND ')} ORDER BY seq ${order}`;
+    let stmt = this.rowsStmts.get(text);
+    if (!stmt) this.rowsStmts.set(text, (stmt = this.db.prepare(text)));
+    const out: RollupRow[] = [];
+    stmt.bind(params);
     try {
-      if (activeStmt.step()) activeUsers = activeStmt.get()[0] as number;
+      while (stmt.step()) {
+        const r = rowFrom(stmt.get());
+        out.push(r.row);
+        if (each(r) === false) break;
+      }
     } finally {
-      activeStmt.reset();
+      stmt.reset();
     }
-    const latencyByRoute: Record<string, LatencySummary> = {};
-    for (const [key, r] of a.routes) {
-      const [p50, p95] = r.durations.percentiles([50, 95]);
-      latencyByRoute[key] = {
-        count: r.durations.size,
-        p50,
-        p95,
-        avg: Math.round(r.sum / r.durations.size),
-        points: r.points.map(({ duration, ttfb, timestamp }) => ({ duration, ttfb, timestamp })),
-      };
+    return out;
+  }
+
+  /**
+   * Recents as recentsOf computes them, from the range's rows newest first by column; only the
+   * events the answer lists are read whole.
+   */
+  private recentsFromRows(userId: string, now: number, range: ResolvedRange | null): Recents {
+    const active = new Set<string>();
+    const errorIds: string[] = [], activityIds: string[] = [];
+    const points = new Map<string, LatencyPoint[]>();
+    this.trackRows(userId, range ? range.from : -Infinity, range ? range.to : Infinity, 'DESC', ({ row, e }) => {
+      const t = row.receivedMs;
+      if (e.sessionId && t <= now && now - t <= ACTIVE_WINDOW_MS) active.add(e.sessionId);
+      if (activityIds.length < RECENT_ACTIVITY) activityIds.push(e.id);
+      if (e.type === 'error' && errorIds.length < RECENT_ERRORS) errorIds.push(e.id);
+      if (row.route === null) return;
+      let list = points.get(row.route);
+      if (!list) points.set(row.route, (list = []));
+      if (list.length < LATENCY_POINTS) list.push({ duration: e.data.duration as number, ttfb: e.data.ttfb as number | null, timestamp: e.timestamp });
+    });
+    for (const list of points.values()) list.reverse();
+    const whole = (ids: string[]) => ids.map((id) => this.eventById(userId, id)!);
+    return { activeUsers: active.size, errors: whole(errorIds), activity: whole(activityIds), points };
+  }
+
+  private eventById(userId: string, id: string): StoredEvent | null {
+    const text = `SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_id WHERE user_id = ? AND id = ?`;
+    let stmt = this.rowsStmts.get(text);
+    if (!stmt) this.rowsStmts.set(text, (stmt = this.db.prepare(text)));
+    stmt.bind([userId, id]);
+    try {
+      return stmt.step() ? eventFromRow(stmt.get() as RowValues) : null;
+    } finally {
+      stmt.reset();
     }
-    const today = Math.floor(now / DAY_MS);
-    const userValues: number[] = [], activityValues: number[] = [];
-    for (let i = SERIES_DAYS - 1; i >= 0; i--) {
-      const day = a.days.get(today - i);
-      userValues.push(day ? day.sessions.size : 0);
-      activityValues.push(day ? day.events : 0);
-    }
-    const n = (t: string) => a.byType.get(t) ?? 0;
-    const fb = a.feedback;
-    const feedbackTotal = fb[0] + fb[1] + fb[2] + fb[3] + fb[4];
-    return {
-      activeUsers,
-      totalEvents: a.total,
-      totalErrors: n('error'),
-      errorsByVersion: Object.fromEntries(a.errorsByVersion),
-      latencyByRoute,
-      recentErrors: a.total ? this.list({ userId, type: 'error', limit: RECENT_ERRORS }) : [],
-      eventsByType: Object.fromEntries(a.byType),
-      averageLatency: a.latencyCount ? Math.round(a.latencySum / a.latencyCount) : 0,
-      recentActivity: a.total ? this.list({ userId, limit: RECENT_ACTIVITY }) : [],
-      analytics: {
-        breakdownCounts: breakdownCounts(n),
-        feedbackBreakdown: { '1': fb[0], '2': fb[1], '3': fb[2], '4': fb[3], '5': fb[4] },
-        feedbackTotal,
-        feedbackAverage: feedbackTotal ? round2(a.feedbackSum / feedbackTotal) : 0,
-        customActivityTotal: n('custom'),
-        userSeries: { labels: seriesLabels(), values: userValues },
-        activitySeries: { labels: seriesLabels(), values: activityValues },
-      },
-    };
   }
 
   getUser(id: string): AppUser | null {
@@ -566,7 +581,7 @@ class Engine {
     const pages = this.db.exec('PRAGMA page_count; PRAGMA page_size');
     return {
       eventCount: this.eventCount,
-      usersWithEvents: this.aggs.size,
+      usersWithEvents: this.scopes.size,
       databaseBytes: (pages[0].values[0][0] as number) * (pages[1].values[0][0] as number),
       snapshotBytes: this.snapshotBytes,
       lastSnapshot: this.lastSnapshot,
@@ -651,22 +666,34 @@ class Engine {
   }
 }
 
-function rowFrom(v: unknown[]): { owner: string; row: AggRow } {
-  return {
-    owner: v[1] as string,
-    row: {
-      seq: v[0] as number,
-      type: v[2] as string,
-      version: v[3] as string | null,
-      receivedMs: Date.parse(v[4] as string),
-      session: v[5] as string | null,
-      route: v[6] as string | null,
-      duration: v[7] as number | null,
-      ttfb: v[8] as number | null,
-      timestamp: v[9] as string,
-      rating: v[10] as number | null,
-    },
+interface Scope { rollups: UserRollups; window: LiveWindow }
+
+/** What a LiveWindow reads of an event, which the columns give without parsing its metadata. */
+interface WindowEvent {
+  id: string;
+  type: string;
+  sessionId: string | null;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+/** The columns rollups and live windows are kept from (rowFrom reads them). */
+const TRACK_COLUMNS = 'seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating, id';
+
+function rowFrom(v: unknown[]): { seq: number; owner: string; row: RollupRow; e: WindowEvent } {
+  const route = v[6] as string | null;
+  const duration = v[7] as number | null;
+  const row: RollupRow = {
+    receivedMs: Date.parse(v[4] as string),
+    type: v[2] as string,
+    version: v[3] as string | null,
+    session: v[5] as string | null,
+    route: duration === null ? null : route,
+    duration,
+    rating: v[10] as number | null,
   };
+  const e: WindowEvent = { id: v[11] as string, type: row.type, sessionId: row.session, timestamp: v[9] as string, data: { duration, ttfb: v[8] as number | null } };
+  return { seq: v[0] as number, owner: v[1] as string, row, e };
 }
 
 /** Start-up: snapshot → journal replay → retention → aggregates and keys. */

@@ -21,8 +21,8 @@
 //   any other file; close releases it.
 // - Start-up (in the worker) loads the snapshot and replays every remaining segment idempotently by
 //   (user_id, id); unparseable lines (a torn tail) are skipped and reported.
-// - /api/stats reads aggregates kept per user on insert and prune (sqlite-aggregates.ts) plus three
-//   indexed queries, instead of scanning the user's events.
+// - /api/stats is assembled from per-user rollups and a live window kept on insert and prune in
+//   the worker (lib/rollup, lib/live-window.ts), as the memory store's is, instead of scanning.
 // - If the worker dies, every operation answers StoreUnavailableError (503) instead of hanging;
 //   acknowledged events are in the journal and come back at the next start.
 import { dirname } from 'node:path';
