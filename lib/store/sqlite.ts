@@ -77,10 +77,11 @@ export interface SqliteStoreOptions {
 }
 
 export const DEFAULT_RETENTION_DAYS = 90;
+// (lib/config.ts has the same defaults for the server's environment.)
 export const DEFAULT_MAX_EVENTS = 50_000_000;
-export const DEFAULT_SEAL_EVENTS = 150_000;
 export const DEFAULT_CACHE_MB = 128;
 export const DEFAULT_DEDUPE_DAYS = 7;
+export const DEFAULT_SEAL_EVENTS = 150_000;
 /**
  * Journal text sent to the worker and not yet applied, past which the commit loop waits: the worker
  * applies ~20k events/s, so this bounds both the memory of the backlog and how stale a read can be
