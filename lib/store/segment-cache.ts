@@ -44,6 +44,10 @@ export class SegmentCache {
     return this.entries.has(id);
   }
 
+  get(id: number): SealedSegment | undefined {
+    return this.entries.get(id)?.segment;
+  }
+
   /** A new segment, open already when `db` is given (one just sealed). */
   add(segment: SealedSegment, db: SegmentDb | null = null): void {
     this.entries.set(segment.id, { segment, db, loading: null });

@@ -4,6 +4,7 @@ import type { StoredEvent } from '../event.ts';
 import type { StatsRange } from '../stats.ts';
 import type { SegmentFilter } from './dedupe.ts';
 import type { StoreFsModule } from './fs.ts';
+import type { Manifest } from './seal.ts';
 import type { EventFilter } from './types.ts';
 
 export interface InitArgs {
@@ -46,6 +47,12 @@ export interface HealthFigures {
   segments: { sealed: number; hotEvents: number; cacheBytes: number; cacheOpen: number; lastSeal: SealFigures | null };
 }
 
+export interface SealAnswer {
+  manifest: Manifest;
+  /** The sealed database file (a copy; the worker keeps the database open for reads). */
+  database: Uint8Array;
+}
+
 export interface SealFigures { at: string; segment: number; events: number; bytes: number; ms: number }
 
 /** A page of `list` or a batch of `export`, by sequence number (the main thread owns the cursor). */
@@ -82,10 +89,12 @@ export type Request =
   /** Export now; the database holds exactly the journal segments up to `covered`. */
   | { op: 'snapshot'; covered: number; reason: string; now: number }
   /**
-   * Seal the hot segment, which holds exactly the journal segments up to `covered`; answers once it
-   * is durable, with its key filter (null: it was empty).
+   * Seal the hot segment, which holds exactly the journal segments up to `covered`; answers with
+   * what the main thread writes (null: it was empty).
    */
   | { op: 'seal'; covered: number; reason: string; now: number }
+  /** The segment and its manifest are durable: replace `<db>`, drop the covered journal. */
+  | { op: 'sealed'; segment: number; covered: number; diskBytes: number; now: number }
   | { op: 'close' };
 
 export type ToWorker = { id: number; req: Request } | { renameAnswer: number; error: string | null };

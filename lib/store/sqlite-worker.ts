@@ -22,14 +22,14 @@ import {
   ACTIVE_WINDOW_MS, LATENCY_POINTS, RECENT_ACTIVITY, RECENT_ERRORS, feedbackRating, pageloadDuration, routeKey,
   type LatencyPoint, type ResolvedRange, type Stats, type StatsRange,
 } from '../stats.ts';
-import { buildFilter, type SegmentFilter } from './dedupe.ts';
+import { buildFilter } from './dedupe.ts';
 import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs } from './fs.ts';
 import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
-import { decodeManifest, fromBase64, manifestFile, partText, readSegment, segmentFile, segmentName, writeSegment, type Manifest } from './seal.ts';
+import { decodeManifest, fromBase64, manifestFile, partText, readSegment, segmentFile, segmentName, type Manifest } from './seal.ts';
 import { SegmentCache, type SealedSegment } from './segment-cache.ts';
 import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow, type WindowEvent } from './segment.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
-import type { FromWorker, HealthFigures, InitArgs, InitResult, Request, RowsQuery, RowsResult, SealFigures, ToWorker } from './sqlite-protocol.ts';
+import type { FromWorker, HealthFigures, InitArgs, InitResult, Request, RowsQuery, RowsResult, SealAnswer, SealFigures, ToWorker } from './sqlite-protocol.ts';
 import { metadataOf, ownerKey, type ColValues } from './sqlite-row.ts';
 import type { AppUser } from './types.ts';
 
@@ -89,6 +89,7 @@ class Engine {
   private snapshotBytes = 0;
   private lastSnapshot: HealthFigures['lastSnapshot'] = null;
   private lastSeal: SealFigures | null = null;
+  private sealStarted = new Map<number, { t0: number; reason: string; count: number }>();
   startup: HealthFigures['startup'] = { replayedEntries: 0, replayMs: 0, tornLinesSkipped: 0, ms: 0 };
   private renameAnswers = new Map<number, (error: string | null) => void>();
   private renameTokens = 0;
@@ -554,19 +555,19 @@ class Engine {
 
   /**
    * Seals the hot segment (which holds exactly the journal segments up to `covered`): a new, empty
-   * hot segment (with the users) takes inserts at once, the sealed database stays open for reads,
-   * and in the background: gzip and write it, write its manifest (the commit point), snapshot the
-   * new hot segment as `<db>` (so start-up knows the old one is sealed), then drop the covered
-   * journal segments. Resolves with the key filter for the main thread's dedupe.
+   * hot segment (with the users) takes inserts at once and the sealed database stays open for
+   * reads. Answers with the sealed database's bytes and its manifest: the main thread gzips and
+   * writes them (this thread's event loop is busy with inserts and reads; its file writes would
+   * wait behind them), then sends `sealed`.
    */
-  seal(covered: number, reason: string, now: number): { swapped: Promise<unknown>; done: Promise<SegmentFilter | null> } {
+  seal(covered: number, reason: string, now: number): { swapped: Promise<unknown>; done: Promise<SealAnswer | null> } {
     let swap!: () => void;
     const swapped = new Promise<void>((resolve) => (swap = resolve));
     const done = this.sealAfterPrune(covered, reason, now, swap).finally(swap);
     return { swapped, done };
   }
 
-  private async sealAfterPrune(covered: number, reason: string, now: number, swapped: () => void): Promise<SegmentFilter | null> {
+  private async sealAfterPrune(covered: number, reason: string, now: number, swapped: () => void): Promise<SealAnswer | null> {
     // Events already past retention are not sealed (sealed segments are only dropped whole).
     await this.prune(now);
     if (this.hotCount === 0) return null;
@@ -612,28 +613,37 @@ class Engine {
     this.hotCount = 0;
     this.sealedJournal = covered;
     this.setMeta();
-    const database = databaseFile(old.db) ?? old.export();
+    swapped(); // the next message sees the new hot segment
+    // A copy: the sealed database stays open here for reads while the main thread writes it.
+    const database = (databaseFile(old.db) ?? old.export()).slice();
     manifest.bytes = database.length;
     const segment = sealedOf(manifest);
     segment.writing = true;
     this.sealed.add(segment, old);
-    swapped(); // the next message sees the new hot segment
-    try {
-      const disk = await writeSegment(this.fs, this.args.path, database, manifest);
-      segment.writing = false;
-      // `<db>` still names the sealed segment as hot: replace it with the new one (a copy: the new
-      // hot segment keeps taking inserts meanwhile; it is small this soon after the seal).
-      const copy = (databaseFile(this.hot.db) ?? this.hot.export()).slice();
-      await this.writeSnapshot(covered, `after sealing segment ${id}`, now, () => {}, copy);
-      const ms = Math.round(performance.now() - t0);
-      this.lastSeal = { at: new Date(now).toISOString(), segment: id, events: manifest.count, bytes: disk, ms };
-      log(`sealed segment ${id} (${reason}): ${manifest.count} events, ${(database.length / 1048576).toFixed(1)} MiB → ` +
-        `${(disk / 1048576).toFixed(1)} MiB on disk, ${ms} ms`);
-    } catch (err) {
-      log(`sealing segment ${id} failed; its events stay readable and in the journal: ${err instanceof Error ? err.message : String(err)}`);
-      throw err;
-    }
-    return { segment: id, maxReceived: manifest.maxReceived, hashes: manifest.filter };
+    this.sealStarted.set(id, { t0, reason, count: manifest.count });
+    return { manifest, database };
+  }
+
+  /**
+   * The main thread wrote the segment and its manifest: `<db>` still names the sealed segment as
+   * hot, so it is replaced by a snapshot of the new hot segment (small this soon after the seal),
+   * which also drops the journal segments the seal covered.
+   */
+  sealWritten(id: number, covered: number, disk: number, now: number): { written: Promise<void>; done: Promise<void> } {
+    const segment = this.sealed.get(id);
+    if (segment) segment.writing = false;
+    const started = this.sealStarted.get(id);
+    this.sealStarted.delete(id);
+    const { written, done } = this.snapshot(covered, `after sealing segment ${id}`, now);
+    return {
+      written,
+      done: done.then(() => {
+        if (!started) return;
+        const ms = Math.round(performance.now() - started.t0);
+        this.lastSeal = { at: new Date(now).toISOString(), segment: id, events: started.count, bytes: disk, ms };
+        log(`sealed segment ${id} (${started.reason}): ${started.count} events, ${(disk / 1048576).toFixed(1)} MiB on disk, ${ms} ms`);
+      }),
+    };
   }
 
   /** The test seam beforeSnapshotRename runs on the main thread: ask it and wait for its answer. */
@@ -822,9 +832,13 @@ function handle(req: Request): Handled {
       return { answer: done, holds: written };
     }
     case 'seal': {
-      // Holds until the new hot segment took over: the writing runs while other messages are handled.
+      // Holds until the new hot segment took over.
       const { swapped, done } = engine.seal(req.covered, req.reason, req.now);
       return { answer: done, holds: swapped };
+    }
+    case 'sealed': {
+      const { written, done } = engine.sealWritten(req.segment, req.covered, req.diskBytes, req.now);
+      return { answer: done, holds: written };
     }
     case 'close':
       engine.close();
@@ -843,9 +857,9 @@ port.on('message', (msg: ToWorker) => {
   ready = handled.then((h) => h.holds?.catch(() => {}), () => {});
   handled.then((h) => h.answer).then(
     (value) => {
-      const filter = value as SegmentFilter | null;
-      // A seal's filter travels without a copy.
-      const transfer = req.op === 'seal' && filter ? [filter.hashes.buffer as ArrayBuffer] : [];
+      const sealed = value as SealAnswer | null;
+      // A seal's bytes travel without a copy.
+      const transfer = req.op === 'seal' && sealed ? [sealed.database.buffer as ArrayBuffer, sealed.manifest.filter.buffer as ArrayBuffer] : [];
       port.postMessage({ id, ok: true, value } satisfies FromWorker, transfer);
     },
     (err: unknown) => {

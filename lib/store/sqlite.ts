@@ -34,8 +34,9 @@ import { ensureDir, loadStoreFs, type StoreFsModule } from './fs.ts';
 import { JournalWriter, segmentPath } from './journal.ts';
 import { lockDatabase } from './lock.ts';
 import { ownerKey } from './sqlite-row.ts';
-import { Dedupe, type SegmentFilter } from './dedupe.ts';
-import type { FromWorker, HealthFigures, InitResult, Request, RowsResult, ToWorker } from './sqlite-protocol.ts';
+import { Dedupe } from './dedupe.ts';
+import { writeSegment } from './seal.ts';
+import type { FromWorker, HealthFigures, InitResult, Request, RowsResult, SealAnswer, ToWorker } from './sqlite-protocol.ts';
 import { StoreUnavailableError, type AppUser, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
 
 export interface SqliteStoreOptions {
@@ -398,16 +399,27 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     const previous = snapshotting;
     const run = (async () => {
       if (previous) await previous.catch(() => {});
-      let done!: Promise<SegmentFilter | null>;
-      let token = 0;
+      let done!: Promise<SealAnswer | null>;
+      let token = 0, covered = 0;
       await enqueue('', async () => {
-        const covered = await writer.rotate();
+        covered = await writer.rotate();
         token = dedupe.rotate();
         hotDay = null;
-        done = request<SegmentFilter | null>({ op: 'seal', covered, reason, now: clock() });
+        done = request<SealAnswer | null>({ op: 'seal', covered, reason, now: clock() });
       });
       // On failure the sealing ids stay exact in the dedupe; a restart replays the journal.
-      dedupe.sealed(token, await done, clock());
+      const sealed = await done;
+      if (!sealed) return dedupe.sealed(token, null, clock());
+      const { manifest, database } = sealed;
+      try {
+        // Written here, not on the worker, whose event loop is busy applying inserts.
+        const diskBytes = await writeSegment(fs, path, database, manifest);
+        await request({ op: 'sealed', segment: manifest.id, covered, diskBytes, now: clock() });
+      } catch (err) {
+        log(`sealing segment ${manifest.id} failed; its events stay readable and in the journal: ${err instanceof Error ? err.message : String(err)}`);
+        throw err;
+      }
+      dedupe.sealed(token, { segment: manifest.id, maxReceived: manifest.maxReceived, hashes: manifest.filter }, clock());
     })();
     const tracked: Promise<void> = run.finally(() => {
       if (snapshotting === tracked) snapshotting = null;
