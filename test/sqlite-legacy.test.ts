@@ -17,13 +17,21 @@ test.after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-test('a database of the single-file store opens with every event once, its users and exact stats; a restart keeps them', async () => {
+test('a database of the single-file store opens with every event once, its users and exact stats; restarts and sealing it keep them', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'watchtower-legacy-'));
   dirs.push(dir);
   cpSync(new URL('watchtower.sqlite', fixture), join(dir, 'watchtower.sqlite'));
   const now = Date.parse(given[given.length - 1].receivedAt) + 3_600_000;
-  for (let round = 0; round < 2; round++) {
-    const store = await openSqliteStore({ path: join(dir, 'watchtower.sqlite'), retentionDays: 0, now: () => now, quietSnapshotMs: 3_600_000 });
+  // Rounds: as it is (it becomes the hot segment), again, then with a small seal size so that the
+  // migrated events are sealed into a segment (waited for), and once more reading them from there.
+  for (let round = 0; round < 4; round++) {
+    const sealEvents = round >= 2 ? 50 : undefined;
+    const store = await openSqliteStore({ path: join(dir, 'watchtower.sqlite'), retentionDays: 0, now: () => now, quietSnapshotMs: 3_600_000, gapSnapshotMs: 100, sealEvents });
+    if (round === 2) {
+      const sealed = () => store.health().then((h) => (h.segments as { sealed: number }).sealed);
+      for (const end = Date.now() + 15_000; (await sealed()) === 0 && Date.now() < end;) await new Promise((r) => setTimeout(r, 20));
+      assert.is(await sealed(), 1, 'the migrated hot segment was sealed');
+    }
     try {
       for (const owner of ['alice', 'bob', 'carol']) {
         const mine = given.filter((e) => e.user_id === owner);
