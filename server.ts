@@ -48,7 +48,10 @@ async function openStore(config: Config): Promise<Store> {
     return openPostgresStore({ url: config.databaseUrl!, retentionDays: config.retentionDays, log });
   }
   const { openSqliteStore } = await import('./lib/store/sqlite.ts');
-  return openSqliteStore({ path: config.dbPath, retentionDays: config.retentionDays, maxEvents: config.maxEvents, log });
+  return openSqliteStore({
+    path: config.dbPath, retentionDays: config.retentionDays, maxEvents: config.maxEvents, cacheMb: config.cacheMb,
+    dedupeDays: config.dedupeDays, log,
+  });
 }
 
 /** The event store's companion for projects, issues, alert rules and source maps (README, "Storage"). */

@@ -13,6 +13,10 @@ export interface Config {
   bufferSize: number;
   retentionDays: number;
   maxEvents: number;
+  /** sqlite: memory budget of the sealed segments held open, MiB. */
+  cacheMb: number;
+  /** sqlite: a retried event is recognised for at least this many days. */
+  dedupeDays: number;
   defaultOwner: string | null;
   /** SERVICE_TRUST_USER_HEADER=true: accept X-IdP-User-Id even with a provider configured. */
   trustUserHeaderForced: boolean;
@@ -39,7 +43,9 @@ export class ConfigError extends Error {
 
 export const DEFAULT_DB_PATH = 'data/prototype_1/watchtower.sqlite';
 export const DEFAULT_RETENTION_DAYS = 90;
-export const DEFAULT_MAX_EVENTS = 1_000_000;
+export const DEFAULT_MAX_EVENTS = 50_000_000;
+export const DEFAULT_CACHE_MB = 128;
+export const DEFAULT_DEDUPE_DAYS = 7;
 
 type Env = Record<string, string | undefined>;
 
@@ -120,7 +126,9 @@ export function loadConfig(env: Env, projectRoot: string): Config {
     databaseUrl,
     bufferSize: integer(env, 'SERVICE_BUFFER_SIZE', 10_000, 1, 10_000_000),
     retentionDays: integer(env, 'SERVICE_RETENTION_DAYS', DEFAULT_RETENTION_DAYS, 0, 36_500),
-    maxEvents: integer(env, 'SERVICE_MAX_EVENTS', DEFAULT_MAX_EVENTS, 1, 100_000_000),
+    maxEvents: integer(env, 'SERVICE_MAX_EVENTS', DEFAULT_MAX_EVENTS, 1, 1_000_000_000),
+    cacheMb: integer(env, 'SERVICE_CACHE_MB', DEFAULT_CACHE_MB, 1, 1_000_000),
+    dedupeDays: integer(env, 'SERVICE_DEDUPE_DAYS', DEFAULT_DEDUPE_DAYS, 1, 36_500),
     defaultOwner: get(env, 'DEFAULT_INGEST_OWNER_USER_ID') ?? null,
     trustUserHeaderForced: boolean(env, 'SERVICE_TRUST_USER_HEADER'),
     trustHeader: issuer === null || boolean(env, 'SERVICE_TRUST_USER_HEADER'),

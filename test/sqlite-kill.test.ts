@@ -3,7 +3,7 @@
 // and prints every acknowledged id; after the kill every printed id must be in the reopened store.
 // The same file is the child when WATCHTOWER_SQLITE_KILL_CHILD names a database path.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,10 +13,13 @@ import { normalise, type RawEvent } from '../lib/event.ts';
 import { openSqliteStore } from '../lib/store/sqlite.ts';
 
 declare const Deno: { execPath(): string; env: { get(name: string): string | undefined } } | undefined;
-const childPath = typeof Deno !== 'undefined' ? Deno.env.get('WATCHTOWER_SQLITE_KILL_CHILD') : process.env.WATCHTOWER_SQLITE_KILL_CHILD;
+const env = (name: string) => (typeof Deno !== 'undefined' ? Deno.env.get(name) : process.env[name]);
+const childPath = env('WATCHTOWER_SQLITE_KILL_CHILD');
+/** Set: the child's store also seals its hot segment every this many events. */
+const sealEvents = env('WATCHTOWER_SQLITE_KILL_SEAL') ? Number(env('WATCHTOWER_SQLITE_KILL_SEAL')) : undefined;
 
 if (childPath) {
-  const store = await openSqliteStore({ path: childPath, retentionDays: 0, journalMaxBytes: 3000, gapSnapshotMs: 5, quietSnapshotMs: 20 });
+  const store = await openSqliteStore({ path: childPath, retentionDays: 0, journalMaxBytes: 3000, gapSnapshotMs: 5, quietSnapshotMs: 20, sealEvents });
   const tag = Math.random().toString(36).slice(2, 8);
   console.log('ready');
   for (let i = 0; ; i++) {
@@ -32,13 +35,14 @@ if (childPath) {
   const path = join(dir, 'watchtower.sqlite');
   test.after(() => rmSync(dir, { recursive: true, force: true }));
 
-  const runChild = (killAfterMs: number) =>
+  const runChild = (killAfterMs: number, path: string, seal?: number) =>
     new Promise<string[]>((resolve, reject) => {
       const self = fileURLToPath(import.meta.url);
       const [cmd, args] = typeof Deno !== 'undefined'
         ? [Deno.execPath(), ['run', '--allow-all', '--no-prompt', self]]
         : [process.execPath, ['--import', 'tsx', self]];
-      const child = spawn(cmd, args, { env: { ...process.env, WATCHTOWER_SQLITE_KILL_CHILD: path }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const childEnv: Record<string, string | undefined> = { ...process.env, WATCHTOWER_SQLITE_KILL_CHILD: path, WATCHTOWER_SQLITE_KILL_SEAL: seal ? String(seal) : '' };
+      const child = spawn(cmd, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '', err = '';
       let timer: ReturnType<typeof setTimeout> | undefined;
       child.stdout!.on('data', (c) => {
@@ -57,7 +61,7 @@ if (childPath) {
   test('kill -9 while snapshots rotate and rename constantly: every acknowledged id survives, 4 times', async () => {
     const acked: string[] = [];
     for (let run = 0; run < 4; run++) {
-      const ids = await runChild(400 + Math.floor(Math.random() * 600));
+      const ids = await runChild(400 + Math.floor(Math.random() * 600), path);
       assert.ok(ids.length > 0, `run ${run}: the child acknowledged something`);
       acked.push(...ids);
       const store = await openSqliteStore({ path, retentionDays: 0, log: () => {} });
@@ -67,6 +71,28 @@ if (childPath) {
       assert.is((await store.health()).eventCount, present.size);
       await store.close();
     }
+  });
+
+  test('kill -9 while the store seals a segment every 60 events: every acknowledged id survives exactly once, 4 times', async () => {
+    const sealing = join(dir, 'sealing', 'watchtower.sqlite');
+    const acked: string[] = [];
+    for (let run = 0; run < 4; run++) {
+      const ids = await runChild(500 + Math.floor(Math.random() * 800), sealing, 60);
+      assert.ok(ids.length > 0, `run ${run}: the child acknowledged something`);
+      acked.push(...ids);
+      const store = await openSqliteStore({ path: sealing, retentionDays: 0, sealEvents: 60, log: () => {} });
+      const listed = (await store.list({ userId: 'kill', limit: 1_000_000 })).events.map((e) => e.id);
+      const present = new Set(listed);
+      assert.is(listed.length, present.size, `run ${run}: no event twice`);
+      const missing = acked.filter((id) => !present.has(id));
+      assert.equal(missing, [], `run ${run}: ${missing.length} of ${acked.length} acknowledged ids lost`);
+      assert.is((await store.health()).eventCount, present.size);
+      // A retry of anything acknowledged is recognised, sealed or not.
+      const retry = acked.slice(0, 3).map((id) => normalise({ id, type: 'click' } as RawEvent, { now: Date.now(), owner: 'kill' }));
+      assert.equal(await store.insert(retry), [], `run ${run}: retries are duplicates`);
+      await store.close();
+    }
+    assert.ok(readdirSync(join(dir, 'sealing')).some((f) => f.endsWith('.manifest')), 'the child sealed segments');
   });
 
   test.run();

@@ -7,7 +7,7 @@
 // directory entries are sure to survive) are written to a real directory one by one, the real
 // store is opened on each, and recovery must start and hold every event acknowledged before that
 // point exactly once (retention aside), and the user.
-import { linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -84,6 +84,14 @@ async function recordWorkload(path: string): Promise<LogEntry[]> {
   // while new inserts are acknowledged; then a clean close writes its shutdown snapshot.
   const b = await openSqliteStore(options);
   await Promise.all([insert(b, batch()), insert(b, batch())]);
+  // The clock crossed midnight above, so segment 1 was sealed (a stale <db> naming it as hot is
+  // among the states). 14 hours on, another day: b's hot segment is sealed as segment 2, and
+  // segment 1 (received on day 1) falls out of the 1-day retention and is dropped.
+  clock += 14 * HOUR;
+  mark(log, { clock });
+  const sealedTwo = async () => ((await b.health()).segments as { lastSeal: { segment: number } | null }).lastSeal?.segment === 2;
+  while (!(await sealedTwo()) || existsSync(`${path}.seg-1.manifest`)) await new Promise((r) => setTimeout(r, 10));
+  await Promise.all([insert(b, batch()), insert(b, batch())]);
   await b.close();
   return readLog(log);
 }
@@ -156,6 +164,8 @@ test('power loss at every point of a recorded workload: recovery starts and keep
   const trace = await recordWorkload(join(recorded, 'watchtower.sqlite'));
   assert.ok(trace.some((e) => e.thread.startsWith('worker')), 'the worker recorded its operations too');
   assert.ok(trace.some((e) => e.op === 'rename'), 'the workload renamed a snapshot into place');
+  for (const id of [1, 2]) assert.ok(trace.some((e) => e.op === 'rename' && e.to.endsWith(`.seg-${id}.manifest`)), `segment ${id} was sealed`);
+  assert.ok(trace.some((e) => e.op === 'remove' && e.path.endsWith('.seg-1.manifest')), 'segment 1 was dropped');
   const { states, generated } = enumerateCrashStates(trace, { samples: SAMPLES, seed: SEED, newEpoch: (m) => 'clock' in m });
 
   const failures: string[] = [];

@@ -1,149 +1,43 @@
-// The worker thread that owns the sqlite store's database (sql.js). sqlite.ts starts it; see there
-// for the design. This side holds everything that touches the database: schema, inserts, the per-user
-// aggregates, reads, retention, health figures, start-up (snapshot load, journal replay) and
-// snapshots (the database file → temp file → fsync → rename → fsync dir → delete covered journal
-// segments). Its file operations go through a StoreFs (fs.ts), as the main thread's do.
+// The worker thread that owns the sqlite store's databases (sql.js). sqlite.ts starts it; see there
+// and docs/architecture.md#sqlite-store for the design. This side holds everything that touches a
+// database: the hot segment (inserts, users, snapshots of it as `<db>`), sealing it into a segment
+// (seal.ts), the sealed segments opened on demand (segment-cache.ts), reads across segments, the
+// per-user rollups and live windows statistics are assembled from, retention, health figures and
+// start-up. Its file operations go through a StoreFs (fs.ts), as the main thread's do.
 //
-// Why a thread: writing a snapshot holds the database for seconds at 1M events (its file changes
-// with the next write, and sql.js cannot read a database out incrementally). Here it holds only
-// this thread; the main thread keeps journaling and acknowledging. Messages are handled strictly in
-// arrival order, each only once the previous one's database work is done (a snapshot's: once its
-// file is written), which is what makes snapshots and read-your-writes correct.
+// Messages are handled in arrival order, each once the previous one's database work is done (a
+// snapshot's: once its file is written; a read's: once it has read every segment it needs), which
+// is what makes snapshots, seals and read-your-writes correct. A seal's slow part (gzip, writing)
+// holds nothing: the sealed database stays open for reads meanwhile.
 import { basename, dirname, join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
-import type { Database, Statement } from 'sql.js';
+import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
+import { LiveWindow, NO_RECENTS, type LiveWindowState, type Recents } from '../live-window.ts';
+import { assembleStats, planStats } from '../rollup/assemble.ts';
+import { encodePart, FrozenHour } from '../rollup/codec.ts';
+import { HourRollup, type RollupRow } from '../rollup/hour.ts';
+import { UserRollups } from '../rollup/user.ts';
 import {
-  ACTIVE_WINDOW_MS, RECENT_ACTIVITY, RECENT_ERRORS, SERIES_DAYS, breakdownCounts, computeStats, feedbackRating, pageloadDuration,
-  round2, routeKey, seriesLabels, type LatencySummary, type Stats, type StatsRange,
+  ACTIVE_WINDOW_MS, LATENCY_POINTS, RECENT_ACTIVITY, RECENT_ERRORS, feedbackRating, pageloadDuration, routeKey,
+  type LatencyPoint, type ResolvedRange, type Stats, type StatsRange,
 } from '../stats.ts';
-import { isoBounds } from './filter.ts';
-import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs, type StoreFsModule } from './fs.ts';
+import { buildFilter } from './dedupe.ts';
+import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs } from './fs.ts';
 import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
-import { UserAgg, type AggRow } from './sqlite-aggregates.ts';
+import { decodeManifest, fromBase64, manifestFile, partText, readSegment, segmentFile, segmentName, type Manifest } from './seal.ts';
+import { SegmentCache, type SealedSegment } from './segment-cache.ts';
+import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow, type WindowEvent } from './segment.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
-import { ROW_COLUMNS, eventFromRow, metadataOf, ownerKey, type ColValues, type RowValues } from './sqlite-row.ts';
-import type { AppUser, EventFilter } from './types.ts';
-
-// ---- the protocol (main thread ⇄ worker) ----
-
-export interface InitArgs {
-  path: string;
-  retentionDays: number;
-  maxEvents: number;
-  now: number;
-  /** The main thread has a beforeSnapshotRename hook: ask it before each rename. */
-  askBeforeRename: boolean;
-  /** Where the file operations come from; node:fs when absent. */
-  fs?: StoreFsModule;
-}
-
-export interface InitResult {
-  /** Owner → that owner's event ids joined by '\n': the main thread's dedupe set. */
-  keys: Record<string, string>;
-  /** The last journal segment found (0 when none): the writer continues after it. */
-  lastSegment: number;
-  /** Whether start-up changed the database (replay, retention, torn lines): compact now. */
-  compact: boolean;
-}
-
-export interface HealthFigures {
-  eventCount: number;
-  usersWithEvents: number;
-  databaseBytes: number;
-  snapshotBytes: number;
-  /** heldMs: how long the snapshot held the database (reads waited); totalMs: until the file was in place. */
-  lastSnapshot: { at: string; events: number; bytes: number; heldMs: number; totalMs: number } | null;
-  prunedEvents: number;
-  startup: { replayedEntries: number; replayMs: number; tornLinesSkipped: number };
-}
-
-/** A page of `list` or a batch of `export`, by sequence number (the main thread owns the cursor). */
-export interface RowsQuery extends EventFilter {
-  /** Only rows with seq below this (a page of list, newest first). */
-  beforeSeq?: number;
-  /** Only rows with seq above this (a batch of export, oldest first). */
-  afterSeq?: number;
-  /** Only rows with seq at most this (the end an export fixed when it began). */
-  maxSeq?: number;
-  order: 'newest' | 'oldest';
-  limit: number;
-}
-
-export interface RowsResult {
-  events: StoredEvent[];
-  /** Seq of the last event returned (null when none). */
-  lastSeq: number | null;
-  /** Whether another row matches past the last one returned. */
-  more: boolean;
-  /** The highest seq stored when the rows were read. */
-  maxSeq: number;
-}
-
-export type Request =
-  | { op: 'init'; args: InitArgs }
-  /** Journal lines (entries the main thread decided are new), applied in order. */
-  | { op: 'apply'; lines: string; now: number }
-  | { op: 'rows'; query: RowsQuery }
-  | { op: 'stats'; userId: string; now: number; range?: StatsRange }
-  | { op: 'getUser'; idpUserId: string }
-  | { op: 'health' }
-  | { op: 'prune'; now: number }
-  /** Export now; the database holds exactly the journal segments up to `covered`. */
-  | { op: 'snapshot'; covered: number; reason: string; now: number }
-  | { op: 'close' };
-
-export type ToWorker = { id: number; req: Request } | { renameAnswer: number; error: string | null };
-
-export type FromWorker =
-  | { id: number; ok: true; value: unknown }
-  | { id: number; ok: false; error: { name: string; message: string; path?: string } }
-  | { log: string }
-  /** Rows retention removed, as owner, id, owner, id, …: the main thread forgets their keys. */
-  | { pruned: string[] }
-  | { beforeRename: number; tmp: string };
-
-// ---- the database ----
+import type { FromWorker, HealthFigures, InitArgs, InitResult, Request, RowsQuery, RowsResult, SealAnswer, SealFigures, ToWorker } from './sqlite-protocol.ts';
+import { metadataOf, ownerKey, type ColValues } from './sqlite-row.ts';
+import type { AppUser } from './types.ts';
 
 const DAY_MS = 86_400_000;
 const PRUNE_BATCH = 2000;
 /** Snapshot bytes written between two syncs of the temp file (see writeNewFile). */
 const SYNC_EVERY = 2 << 20;
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS events (
-  seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL,
-  type TEXT NOT NULL,
-  timestamp TEXT NOT NULL,
-  source TEXT,
-  session_id TEXT,
-  page_url TEXT,
-  message TEXT,
-  severity TEXT,
-  app_version TEXT,
-  metadata TEXT NOT NULL,
-  received_at TEXT NOT NULL,
-  user_id TEXT NOT NULL,
-  route_key TEXT,
-  duration REAL,
-  ttfb REAL,
-  rating INTEGER
-);
-CREATE UNIQUE INDEX IF NOT EXISTS events_user_id ON events(user_id, id);
-CREATE INDEX IF NOT EXISTS events_user ON events(user_id);
-CREATE INDEX IF NOT EXISTS events_user_type ON events(user_id, type);
-CREATE INDEX IF NOT EXISTS events_user_version ON events(user_id, app_version);
-CREATE INDEX IF NOT EXISTS events_user_received ON events(user_id, received_at);
-CREATE INDEX IF NOT EXISTS events_user_session ON events(user_id, session_id);
-CREATE TABLE IF NOT EXISTS users (
-  idp_user_id TEXT PRIMARY KEY,
-  email TEXT NOT NULL,
-  display_name TEXT NOT NULL,
-  last_seen_at TEXT NOT NULL
-);
-`;
-
+const PRAGMAS = 'PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA cache_size=-16000; PRAGMA temp_store=MEMORY;';
 
 class CorruptFile extends Error {
   override name = 'CorruptDatabaseError';
@@ -153,24 +47,40 @@ const port = parentPort!;
 const post = (m: FromWorker) => port.postMessage(m);
 const log = (msg: string) => post({ log: msg });
 
-/** The open database and everything derived from it. One per worker. */
+interface Scope { rollups: UserRollups; window: LiveWindow }
+
+const INSERT = `INSERT OR IGNORE INTO events (seq, id, type, timestamp, source, session_id, page_url, message, severity, app_version,
+  metadata, received_at, user_id, route_key, duration, ttfb, rating) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const UPSERT_USER = `INSERT INTO users (idp_user_id, email, display_name, last_seen_at) VALUES (?, ?, ?, ?)
+  ON CONFLICT(idp_user_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name, last_seen_at = excluded.last_seen_at`;
+
+/** A fresh database with the schema (a new hot segment), or an existing one checked and upgraded. */
+function prepareDatabase(db: Database): Database {
+  // Our journal is the durability; SQLite's own rollback journal can stay in memory.
+  db.exec(PRAGMAS);
+  try {
+    db.exec(SCHEMA);
+  } catch (err) {
+    throw new CorruptFile(String(err instanceof Error ? err.message : err));
+  }
+  return db;
+}
+
+/** The databases and everything derived from them. One per worker. */
 class Engine {
-  private insertStmt: Statement;
-  private upsertUserStmt: Statement;
-  private getUserStmt: Statement;
-  private listStmts: Record<'all' | 'type' | 'version' | 'both', Statement>;
-  /** Statements of `rows`, by the shape of the query (which filters it has). */
-  private rowsStmts = new Map<string, Statement>();
-  private activeStmt: Statement;
-  private oldestStmt: Statement;
-  private deleteUpToStmt: Statement;
-  private aggs = new Map<string, UserAgg>();
-  /**
-   * Whether the aggregates (and the main thread's keys) follow the rows. Not during start-up's replay
-   * and retention: one scan afterwards derives both from what is left (`derive`).
-   */
+  /** The hot segment: takes inserts; `<db>` is a snapshot of it. */
+  private hot: SegmentDb;
+  private hotId: number;
+  /** The hot id recorded in `<db>` on disk: segments below it may be dropped (see prune). */
+  private durableHot: number;
+  /** Journal segments up to this are wholly in sealed segments. */
+  private sealedJournal: number;
+  private sealed: SegmentCache;
+  /** Per owner: the rollups (tag = segment id) and the live window statistics come from. */
+  private scopes = new Map<string, Scope>();
+  /** Whether rollups (and the main thread's keys) follow the rows: not during start-up's replay. */
   private derived = false;
-  private eventCount = 0;
+  private hotCount = 0;
   private maxSeq = 0;
   private prunedTotal = 0;
   private unloggedAge = 0;
@@ -178,59 +88,75 @@ class Engine {
   private lastPruneLog = -Infinity;
   private snapshotBytes = 0;
   private lastSnapshot: HealthFigures['lastSnapshot'] = null;
-  startup = { replayedEntries: 0, replayMs: 0, tornLinesSkipped: 0 };
+  private lastSeal: SealFigures | null = null;
+  private sealStarted = new Map<number, { t0: number; reason: string; count: number }>();
+  startup: HealthFigures['startup'] = { replayedEntries: 0, replayMs: 0, tornLinesSkipped: 0, ms: 0 };
   private renameAnswers = new Map<number, (error: string | null) => void>();
   private renameTokens = 0;
 
-  constructor(private db: Database, private args: InitArgs, private fs: StoreFs) {
-    // Our journal is the durability; SQLite's own rollback journal can stay in memory.
-    db.exec('PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA cache_size=-16000; PRAGMA temp_store=MEMORY;');
-    try {
-      db.exec(SCHEMA);
-    } catch (err) {
-      throw new CorruptFile(String(err instanceof Error ? err.message : err));
+  constructor(private SQL: SqlJsStatic, db: Database, private args: InitArgs, private fs: StoreFs, manifests: Manifest[]) {
+    this.hot = new SegmentDb(prepareDatabase(db));
+    const meta = (key: string) => this.hot.scalar('SELECT value FROM meta WHERE key = ?', [key]);
+    const fileHot = meta('hot');
+    const lastManifest = manifests.length ? manifests[manifests.length - 1].id : 0;
+    this.durableHot = fileHot ?? 0;
+    this.hotId = Math.max(fileHot ?? 1, lastManifest + 1);
+    if (fileHot !== null && fileHot < this.hotId) {
+      // A snapshot of a hot segment that was sealed since: its events are in that segment (or were
+      // dropped with it).
+      this.hot.db.exec('DELETE FROM events');
+      log(`start-up: the database file held hot segment ${fileHot}, sealed since; its events are read from the segment`);
     }
-    this.insertStmt = db.prepare(
-      `INSERT OR IGNORE INTO events (seq, id, type, timestamp, source, session_id, page_url, message, severity, app_version,
-         metadata, received_at, user_id, route_key, duration, ttfb, rating)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    this.upsertUserStmt = db.prepare(
-      `INSERT INTO users (idp_user_id, email, display_name, last_seen_at) VALUES (?, ?, ?, ?)
-       ON CONFLICT(idp_user_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name, last_seen_at = excluded.last_seen_at`,
-    );
-    this.getUserStmt = db.prepare('SELECT idp_user_id, email, display_name, last_seen_at FROM users WHERE idp_user_id = ?');
-    // INDEXED BY: sql.js's planner otherwise may pick the (user_id, id) index and sort the user's rows.
-    this.listStmts = {
-      all: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user WHERE user_id = ? ORDER BY seq DESC LIMIT ?`),
-      type: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_type WHERE user_id = ? AND type = ? ORDER BY seq DESC LIMIT ?`),
-      version: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_version WHERE user_id = ? AND app_version = ? ORDER BY seq DESC LIMIT ?`),
-      both: db.prepare(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_type WHERE user_id = ? AND type = ? AND app_version = ? ORDER BY seq DESC LIMIT ?`),
-    };
-    this.activeStmt = db.prepare(
-      `SELECT COUNT(DISTINCT session_id) FROM events INDEXED BY events_user_received
-       WHERE user_id = ? AND received_at >= ? AND received_at <= ? AND session_id IS NOT NULL`,
-    );
-    this.oldestStmt = db.prepare(
-      `SELECT seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating, id
-       FROM events ORDER BY seq LIMIT ?`,
-    );
-    this.deleteUpToStmt = db.prepare('DELETE FROM events WHERE seq <= ?');
-    const s = db.prepare('SELECT COALESCE(MAX(seq), 0), COUNT(*) FROM events');
-    s.step();
-    [this.maxSeq, this.eventCount] = s.get() as number[];
-    s.free();
+    if ((fileHot ?? 0) < this.hotId && manifests.length) {
+      // The users as of the newest seal (the journal after it is replayed on top). A segment is only
+      // dropped once `<db>` names a later hot segment, so the newest manifest is there when needed.
+      for (const u of manifests[manifests.length - 1].users) this.applyUser(u);
+    }
+    this.sealedJournal = Math.max(meta('sealedJournal') ?? 0, ...manifests.map((m) => m.journal));
+    this.setMeta();
+    this.sealed = new SegmentCache(args.cacheBytes, async (id) => {
+      const bytes = await readSegment(this.fs, this.args.path, id);
+      return new SegmentDb(prepareReadOnly(this.SQL, bytes));
+    });
+    for (const m of manifests) this.sealed.add(sealedOf(m));
+    this.hotCount = this.hot.scalar('SELECT COUNT(*) FROM events') ?? 0;
+    this.maxSeq = Math.max(this.hot.scalar('SELECT MAX(seq) FROM events') ?? 0, ...manifests.map((m) => m.maxSeq));
   }
 
-  private aggOf(owner: string) {
-    let a = this.aggs.get(owner);
-    if (!a) this.aggs.set(owner, (a = new UserAgg()));
-    return a;
+  get journalWatermark() {
+    return this.sealedJournal;
   }
 
-  /** Inserts events (in one transaction). Returns how many were new. */
+  private setMeta() {
+    this.hot.db.run('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?), (?, ?)', ['hot', this.hotId, 'sealedJournal', this.sealedJournal]);
+  }
+
+  private get eventCount() {
+    return this.hotCount + this.sealed.eventCount;
+  }
+
+  /** Counts a stored event in its owner's rollups and live window (unowned events count for no one). */
+  private track(owner: string, row: RollupRow, e: WindowEvent | StoredEvent) {
+    if (owner === '') return;
+    let scope = this.scopes.get(owner);
+    if (!scope) this.scopes.set(owner, (scope = { rollups: new UserRollups(), window: new LiveWindow() }));
+    scope.rollups.add(row, this.hotId);
+    scope.window.add(e as unknown as StoredEvent, row.receivedMs, row.route);
+  }
+
+  /** Takes back a hot event retention removed: always the oldest stored, as LiveWindow.remove needs. */
+  private untrack(owner: string, row: RollupRow, e: WindowEvent) {
+    const scope = this.scopes.get(owner);
+    if (!scope) return;
+    scope.rollups.remove(row, this.hotId);
+    scope.window.remove(e as unknown as StoredEvent, row.receivedMs, row.route);
+    if (scope.rollups.empty) this.scopes.delete(owner);
+  }
+
+  /** Inserts events into the hot segment (in one transaction). Returns how many were new. */
   applyEvents(events: StoredEvent[]): number {
-    const { db, insertStmt } = this;
+    const db = this.hot.db;
+    const insert = this.hot.statement(INSERT);
     let added = 0;
     db.exec('BEGIN');
     try {
@@ -247,19 +173,16 @@ class Engine {
         const seq = this.maxSeq + 1;
         const version = e.deployVersion ?? null;
         const cols: ColValues = [e.id, e.type, e.timestamp, receivedAt, owner, session, version, e.page_url ?? null, e.source ?? null, e.message ?? null, e.severity ?? null];
-        insertStmt.run([
+        insert.run([
           seq, e.id, e.type, e.timestamp, cols[8], session, cols[7], cols[9], cols[10], version,
           metadataOf(e, cols), receivedAt, owner, route, duration, duration === null ? null : ttfb, rating,
         ]);
         // Replay meets events the snapshot already holds; live inserts were deduped by the main thread.
         if (db.getRowsModified() !== 1) continue;
         this.maxSeq = seq;
-        this.eventCount++;
+        this.hotCount++;
         added++;
-        if (this.derived) this.aggOf(owner).apply(
-          { seq, type: e.type, version: e.deployVersion, receivedMs, session, route, duration, ttfb: duration === null ? null : ttfb, timestamp: e.timestamp, rating },
-          1,
-        );
+        if (this.derived) this.track(owner, { receivedMs, type: e.type, version, session, route, duration, rating }, e);
       }
       db.exec('COMMIT');
     } catch (err) {
@@ -270,7 +193,7 @@ class Engine {
   }
 
   applyUser(u: AppUser) {
-    this.upsertUserStmt.run([u.idp_user_id, u.email, u.display_name, u.last_seen_at]);
+    this.hot.statement(UPSERT_USER).run([u.idp_user_id, u.email, u.display_name, u.last_seen_at]);
   }
 
   /** Journal entries in journal order: runs of events in one transaction, users as they come. */
@@ -285,7 +208,7 @@ class Engine {
           this.applyUser(entry.u);
           continue;
         }
-        events.push(entry.e as StoredEvent);
+        events.push(entry.e as unknown as StoredEvent);
       }
       if (events.length) added += this.applyEvents(events);
     }
@@ -293,90 +216,156 @@ class Engine {
   }
 
   /**
-   * After start-up's replay and retention: the aggregates, rebuilt from the rows (by column, no JSON
-   * parsing) rather than persisted, and every stored (owner, id) grouped by owner for the main
-   * thread's dedupe set, in one scan.
+   * After start-up's replay and retention: the rollups from the sealed segments' manifests and the
+   * live windows as the newest manifest left them, then the hot rows on top (by column, no JSON
+   * parsing; the few hot events the windows keep are read whole afterwards). Returns every hot
+   * (owner, id) grouped by owner for the main thread's dedupe set.
    */
-  derive(): Record<string, string> {
-    this.aggs.clear();
+  derive(manifests: Manifest[], windowsCutoff: number): Record<string, string> {
+    this.scopes.clear();
+    const scopeOf = (owner: string) => {
+      let scope = this.scopes.get(owner);
+      if (!scope) this.scopes.set(owner, (scope = { rollups: new UserRollups(), window: new LiveWindow() }));
+      return scope;
+    };
+    for (const m of manifests) {
+      if (!this.sealed.has(m.id)) continue;
+      for (const [owner, { parts }] of Object.entries(m.owners)) {
+        const scope = scopeOf(owner);
+        for (const p of parts) scope.rollups.setPart(FrozenHour.decode(fromBase64(p)), m.id);
+      }
+    }
+    const newest = manifests[manifests.length - 1];
+    if (newest) {
+      for (const [owner, state] of Object.entries(newest.windows)) {
+        const scope = this.scopes.get(owner);
+        if (!scope) continue;
+        scope.window = LiveWindow.fromJSON(state);
+        if (windowsCutoff > -Infinity) scope.window.dropBefore(windowsCutoff);
+      }
+    }
+    this.derived = true;
     const ids = new Map<string, string[]>();
-    const all = this.db.prepare(
-      'SELECT seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating, id FROM events ORDER BY seq',
-    );
+    const all = this.hot.db.prepare(`SELECT ${TRACK_COLUMNS} FROM events ORDER BY seq`);
+    const fromHot = new Set<string>();
     try {
       while (all.step()) {
-        const v = all.get();
-        const { owner, row } = rowFrom(v);
-        this.aggOf(owner).apply(row, 1);
+        const { owner, row, e } = rowFrom(all.get());
+        this.track(owner, row, e);
+        fromHot.add(owner);
         let list = ids.get(owner);
         if (!list) ids.set(owner, (list = []));
-        list.push(v[11] as string);
+        list.push(e.id);
       }
     } finally {
       all.free();
     }
-    this.derived = true;
+    // The windows hold column-only events from the hot rows: swap in the whole events.
+    for (const owner of fromHot) {
+      const scope = this.scopes.get(owner);
+      if (!scope) continue;
+      const state: LiveWindowState = scope.window.toJSON();
+      for (const list of [state.errors.items, state.activity.items]) {
+        for (const held of list) held[0] = this.hot.eventById(owner, held[2]) ?? held[0];
+      }
+      scope.window = LiveWindow.fromJSON(state);
+    }
     const keys: Record<string, string> = {};
     for (const [owner, list] of ids) keys[owner] = list.join('\n');
     return keys;
   }
 
-  /** Deletes up to PRUNE_BATCH of the oldest rows matching `old`; returns how many. */
-  private pruneBatch(limit: number, old: (receivedAt: string) => boolean): number {
-    const { oldestStmt } = this;
-    const rows: { owner: string; row: AggRow; id: string }[] = [];
-    oldestStmt.bind([Math.min(limit, PRUNE_BATCH)]);
+  /** Deletes up to PRUNE_BATCH of the hot segment's oldest rows matching `old`; returns how many. */
+  private pruneBatch(limit: number, old: (receivedAt: number) => boolean): number {
+    const oldest = this.hot.statement(`SELECT ${TRACK_COLUMNS} FROM events ORDER BY seq LIMIT ?`);
+    const rows: TrackedRow[] = [];
+    oldest.bind([Math.min(limit, PRUNE_BATCH)]);
     try {
-      while (oldestStmt.step()) {
-        const v = oldestStmt.get();
-        if (!old(v[4] as string)) break;
-        rows.push({ ...rowFrom(v), id: v[11] as string });
+      while (oldest.step()) {
+        const r = rowFrom(oldest.get());
+        if (!old(r.row.receivedMs)) break;
+        rows.push(r);
       }
     } finally {
-      oldestStmt.reset();
+      oldest.reset();
     }
     if (!rows.length) return 0;
-    this.db.exec('BEGIN');
+    this.hot.db.exec('BEGIN');
     try {
-      this.deleteUpToStmt.run([rows[rows.length - 1].row.seq]);
-      this.db.exec('COMMIT');
+      this.hot.statement('DELETE FROM events WHERE seq <= ?').run([rows[rows.length - 1].seq]);
+      this.hot.db.exec('COMMIT');
     } catch (err) {
-      this.db.exec('ROLLBACK');
+      this.hot.db.exec('ROLLBACK');
       throw err;
     }
     if (this.derived) {
       const keys: string[] = [];
-      for (const { owner, row, id } of rows) {
-        const a = this.aggOf(owner);
-        a.apply(row, -1);
-        if (a.total === 0) this.aggs.delete(owner);
-        keys.push(owner, id);
+      for (const { owner, row, e } of rows) {
+        this.untrack(owner, row, e);
+        keys.push(owner, e.id);
       }
       // The main thread's dedupe set must forget them, or a re-sent pruned event would be ignored.
       post({ pruned: keys });
     }
-    this.eventCount -= rows.length;
+    this.hotCount -= rows.length;
     this.prunedTotal += rows.length;
     return rows.length;
   }
 
-  /** Retention by age and count, oldest first, a bounded batch at a time. */
-  prune(now: number, maxRows = Infinity): { byAge: number; byCount: number } {
-    const { retentionDays, maxEvents } = this.args;
-    let byAge = 0, byCount = 0;
-    if (retentionDays > 0) {
-      const cutoff = new Date(now - retentionDays * DAY_MS).toISOString();
-      while (byAge < maxRows) {
-        const n = this.pruneBatch(maxRows - byAge, (r) => r < cutoff);
-        byAge += n;
-        if (n < PRUNE_BATCH) break;
+  /**
+   * Drops a whole sealed segment: its manifest goes first (after that it no longer exists: a segment
+   * file without a manifest is removed at start), then its file. Only a segment below the hot id
+   * recorded in `<db>` on disk: until then a start-up would take that file's rows for unsealed ones.
+   * Removals need not be durable: a segment that comes back after a power loss is past retention
+   * again and dropped again at start.
+   */
+  private async dropSegment(s: SealedSegment, cutoff: number): Promise<void> {
+    this.sealed.remove(s.id);
+    this.prunedTotal += s.count;
+    if (this.derived) {
+      for (const [owner, scope] of this.scopes) {
+        scope.rollups.drop(s.id);
+        scope.window.dropBefore(cutoff);
+        if (scope.rollups.empty) this.scopes.delete(owner);
       }
     }
-    while (this.eventCount > maxEvents && byCount < maxRows) {
-      const n = this.pruneBatch(Math.min(this.eventCount - maxEvents, maxRows - byCount), () => true);
-      if (!n) break;
-      byCount += n;
+    await this.fs.remove(manifestFile(this.args.path, s.id));
+    await removeGradually(this.fs, segmentFile(this.args.path, s.id));
+  }
+
+  /**
+   * Retention by age and count: whole sealed segments past it (oldest first), and the hot segment's
+   * oldest events one by one, a bounded batch at a time. Returns the sealed segments dropped.
+   */
+  async prune(now: number, maxRows = Infinity): Promise<{ byAge: number; byCount: number; dropped: number[] }> {
+    const { retentionDays, maxEvents } = this.args;
+    let byAge = 0, byCount = 0;
+    const dropped: number[] = [];
+    const cutoff = retentionDays > 0 ? now - retentionDays * DAY_MS : -Infinity;
+    for (const s of this.sealed.oldestFirst()) {
+      if (s.id >= this.durableHot || s.writing) break;
+      const old = s.maxReceived < cutoff;
+      if (!old && this.eventCount - s.count < maxEvents) break;
+      await this.dropSegment(s, old ? cutoff : s.maxReceived + 1);
+      dropped.push(s.id);
+      if (old) byAge += s.count;
+      else byCount += s.count;
     }
+    if (retentionDays > 0) {
+      let n = 0;
+      while (n < maxRows) {
+        const k = this.pruneBatch(maxRows - n, (t) => t < cutoff);
+        n += k;
+        if (k < PRUNE_BATCH) break;
+      }
+      byAge += n;
+    }
+    while (this.eventCount > maxEvents && this.hotCount > 0 && byCount < maxRows) {
+      const k = this.pruneBatch(Math.min(this.eventCount - maxEvents, maxRows - byCount), () => true);
+      if (!k) break;
+      byCount += k;
+    }
+    if (dropped.length && this.derived) post({ dropped });
     this.unloggedAge += byAge;
     this.unloggedCount += byCount;
     // At the count limit every write prunes a little: one line a minute, not one per batch.
@@ -386,172 +375,105 @@ class Engine {
       if (this.unloggedCount) log(`retention: pruned ${this.unloggedCount} oldest events beyond SERVICE_MAX_EVENTS=${maxEvents}`);
       this.unloggedAge = this.unloggedCount = 0;
     }
-    return { byAge, byCount };
+    return { byAge, byCount, dropped };
   }
 
   /** Applies journal lines the main thread acknowledged, then keeps the count limit. */
-  applyLines(lines: string, now: number) {
+  async applyLines(lines: string, now: number) {
     const entries: JournalEntry[] = [];
     for (const line of lines.split('\n')) if (line) entries.push(JSON.parse(line) as JournalEntry);
     this.applyEntries(entries);
-    if (this.eventCount > this.args.maxEvents) this.prune(now, PRUNE_BATCH * 5);
-  }
-
-  /** The user's latest events (of a type): the recent lists of the statistics. */
-  list(q: Pick<EventFilter, 'userId' | 'type' | 'version'> & { limit: number }): StoredEvent[] {
-    const limit = Math.max(0, Math.floor(q.limit));
-    // '' is the anonymous owner key: unowned events appear for no user.
-    if (limit === 0 || q.userId === '') return [];
-    const s = this.listStmts;
-    let stmt: Statement, params: (string | number)[];
-    if (q.type !== undefined && q.version !== undefined) [stmt, params] = [s.both, [q.userId, q.type, q.version, limit]];
-    else if (q.type !== undefined) [stmt, params] = [s.type, [q.userId, q.type, limit]];
-    else if (q.version !== undefined) [stmt, params] = [s.version, [q.userId, q.version, limit]];
-    else [stmt, params] = [s.all, [q.userId, limit]];
-    const out: StoredEvent[] = [];
-    stmt.bind(params);
-    try {
-      while (stmt.step()) out.push(eventFromRow(stmt.get() as RowValues));
-    } finally {
-      stmt.reset();
-    }
-    return out;
+    if (this.eventCount > this.args.maxEvents) await this.prune(now, PRUNE_BATCH * 5);
   }
 
   /**
-   * A page of list or a batch of export: the user's rows of the filter, by seq in either direction,
-   * one more than `limit` read to tell whether more follow. Walks the user's index in seq order
-   * (by type or version when given) and checks received_at on each row: a narrow time range far
-   * back reads every newer row of the user first. Fine for this store, whose successor keeps events
-   * in time segments.
+   * The segments that may hold rows of `userId` within the given seq and time bounds, in the order
+   * a read visits them: newest first (hot, then sealed by descending id) or the reverse.
    */
-  rows(q: RowsQuery): RowsResult {
+  private sources(userId: string, order: 'newest' | 'oldest', b: { afterSeq?: number; beforeSeq?: number; maxSeq?: number; since?: number; until?: number }): ('hot' | SealedSegment)[] {
+    const sealed = this.sealed.newestFirst().filter((s) =>
+      s.owners.has(userId) &&
+      (b.afterSeq === undefined || s.maxSeq > b.afterSeq) &&
+      (b.beforeSeq === undefined || s.minSeq < b.beforeSeq) &&
+      (b.maxSeq === undefined || s.minSeq <= b.maxSeq) &&
+      (b.since === undefined || s.maxReceived >= b.since) &&
+      (b.until === undefined || s.minReceived < b.until));
+    const all: ('hot' | SealedSegment)[] = ['hot', ...sealed];
+    return order === 'newest' ? all : all.reverse();
+  }
+
+  private async segmentDb(s: 'hot' | SealedSegment): Promise<SegmentDb> {
+    return s === 'hot' ? this.hot : this.sealed.open(s.id);
+  }
+
+  /**
+   * A page of list or a batch of export: the user's rows of the filter, by seq in either direction
+   * across segments, one more than `limit` read to tell whether more follow.
+   */
+  async rows(q: RowsQuery): Promise<RowsResult> {
     const limit = Math.max(0, Math.floor(q.limit));
     // '' is the anonymous owner key: unowned events appear for no user.
     if (limit === 0 || q.userId === '') return { events: [], lastSeq: null, more: false, maxSeq: this.maxSeq };
-    const { since, until } = isoBounds(q);
-    const where = ['user_id = ?'];
-    const params: (string | number)[] = [q.userId];
-    const add = (cond: string, value: string | number | undefined) => {
-      if (value === undefined) return;
-      where.push(cond);
-      params.push(value);
-    };
-    add('type = ?', q.type);
-    add('app_version = ?', q.version);
-    add('received_at >= ?', since);
-    add('received_at < ?', until);
-    add('seq < ?', q.beforeSeq);
-    add('seq > ?', q.afterSeq);
-    add('seq <= ?', q.maxSeq);
-    params.push(limit + 1);
-    const index = q.type !== undefined ? 'events_user_type' : q.version !== undefined ? 'events_user_version' : 'events_user';
-    // INDEXED BY, as in listStmts: the planner may otherwise sort the user's rows.
-    const text = `SELECT seq, ${ROW_COLUMNS} FROM events INDEXED BY ${index} WHERE ${where.join(' AND ')} ` +
-      `ORDER BY seq ${q.order === 'newest' ? 'DESC' : 'ASC'} LIMIT ?`;
-    let stmt = this.rowsStmts.get(text);
-    if (!stmt) this.rowsStmts.set(text, (stmt = this.db.prepare(text)));
-    const events: StoredEvent[] = [];
-    let lastSeq: number | null = null, more = false;
-    stmt.bind(params);
-    try {
-      while (stmt.step()) {
-        if (events.length === limit) {
-          more = true;
-          break;
-        }
-        const v = stmt.get();
-        lastSeq = v[0] as number;
-        events.push(eventFromRow(v.slice(1) as RowValues));
-      }
-    } finally {
-      stmt.reset();
+    const events: StoredEvent[] = [], seqs: number[] = [];
+    for (const s of this.sources(q.userId, q.order, q)) {
+      const r = (await this.segmentDb(s)).rows(q, limit + 1 - events.length);
+      events.push(...r.events);
+      seqs.push(...r.seqs);
+      if (events.length > limit) break;
     }
-    return { events, lastSeq, more, maxSeq: this.maxSeq };
+    const more = events.length > limit;
+    if (more) events.length = limit;
+    return { events, lastSeq: events.length ? seqs[events.length - 1] : null, more, maxSeq: this.maxSeq };
   }
 
   /**
-   * Statistics within a range, as an interim: every row of the user in range, then computeStats.
-   * Exact, but it reads and holds the range's events (seconds and hundreds of MB at 1M): the
-   * segmented store that replaces this one answers ranges from rollups, as the memory store does.
-   * The caller has checked the range (resolveRange), so it holds from.
+   * Statistics, assembled like every store's (lib/rollup/assemble.ts): whole hours from the owner's
+   * rollups, the partial hours at a range's edges from its rows, recents from the live window (or,
+   * when it cannot answer exactly, from the range's rows).
    */
-  private rangeStats(userId: string, now: number, range: StatsRange): Stats {
-    const to = range.to ?? now;
-    const { since, until } = isoBounds({ since: range.from, until: to });
-    const where = ['user_id = ?'];
-    const params: string[] = [userId === '' ? '\u0000' : userId];
-    if (since !== undefined) where.push('received_at >= ?'), params.push(since);
-    if (until !== undefined) where.push('received_at < ?'), params.push(until);
-    const stmt = this.db.prepare(
-      `SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_received WHERE ${where.join(' AND ')} ORDER BY seq`,
-    );
-    const events: StoredEvent[] = [];
-    try {
-      stmt.bind(params);
-      while (stmt.step()) events.push(eventFromRow(stmt.get() as RowValues));
-    } finally {
-      stmt.free();
+  async stats(userId: string, now: number, range?: StatsRange): Promise<Stats> {
+    const scope = userId === '' ? undefined : this.scopes.get(userId);
+    const plan = planStats(now, range, scope?.window.newest);
+    if (!scope) return assembleStats({ plan, rollups: new UserRollups(), edges: [], recents: NO_RECENTS });
+    const edgeRows: RollupRow[] = [];
+    for (const [start, end] of plan.rawSpans) {
+      for (const s of this.sources(userId, 'oldest', { since: start, until: end })) {
+        (await this.segmentDb(s)).track(userId, start, end, 'ASC', (r) => void edgeRows.push(r.row));
+      }
     }
-    return computeStats(events, now, range);
+    const edges = HourRollup.fromRows(edgeRows);
+    const recents = scope.window.recents(now, plan.range) ?? (await this.recentsFromRows(userId, now, plan.range));
+    return assembleStats({ plan, rollups: scope.rollups, edges, recents });
   }
 
-  stats(userId: string, now: number, range?: StatsRange): Stats {
-    if (range) return this.rangeStats(userId, now, range);
-    const a = (userId !== '' && this.aggs.get(userId)) || new UserAgg();
-    const { activeStmt } = this;
-    activeStmt.bind([userId === '' ? '\u0000' : userId, new Date(now - ACTIVE_WINDOW_MS).toISOString(), new Date(now).toISOString()]);
-    let activeUsers = 0;
-    try {
-      if (activeStmt.step()) activeUsers = activeStmt.get()[0] as number;
-    } finally {
-      activeStmt.reset();
+  /**
+   * Recents as recentsOf computes them, from the range's rows newest first by column; only the
+   * events the answer lists are read whole.
+   */
+  private async recentsFromRows(userId: string, now: number, range: ResolvedRange | null): Promise<Recents> {
+    const active = new Set<string>();
+    const errors: StoredEvent[] = [], activity: StoredEvent[] = [];
+    const points = new Map<string, LatencyPoint[]>();
+    const from = range ? range.from : -Infinity, to = range ? range.to : Infinity;
+    for (const s of this.sources(userId, 'newest', range ? { since: from, until: to } : {})) {
+      const db = await this.segmentDb(s);
+      db.track(userId, from, to, 'DESC', ({ row, e }) => {
+        const t = row.receivedMs;
+        if (e.sessionId && t <= now && now - t <= ACTIVE_WINDOW_MS) active.add(e.sessionId);
+        if (activity.length < RECENT_ACTIVITY) activity.push(db.eventById(userId, e.id)!);
+        if (e.type === 'error' && errors.length < RECENT_ERRORS) errors.push(db.eventById(userId, e.id)!);
+        if (row.route === null) return;
+        let list = points.get(row.route);
+        if (!list) points.set(row.route, (list = []));
+        if (list.length < LATENCY_POINTS) list.push({ duration: e.data.duration as number, ttfb: e.data.ttfb as number | null, timestamp: e.timestamp });
+      });
     }
-    const latencyByRoute: Record<string, LatencySummary> = {};
-    for (const [key, r] of a.routes) {
-      const [p50, p95] = r.durations.percentiles([50, 95]);
-      latencyByRoute[key] = {
-        count: r.durations.size,
-        p50,
-        p95,
-        avg: Math.round(r.sum / r.durations.size),
-        points: r.points.map(({ duration, ttfb, timestamp }) => ({ duration, ttfb, timestamp })),
-      };
-    }
-    const today = Math.floor(now / DAY_MS);
-    const userValues: number[] = [], activityValues: number[] = [];
-    for (let i = SERIES_DAYS - 1; i >= 0; i--) {
-      const day = a.days.get(today - i);
-      userValues.push(day ? day.sessions.size : 0);
-      activityValues.push(day ? day.events : 0);
-    }
-    const n = (t: string) => a.byType.get(t) ?? 0;
-    const fb = a.feedback;
-    const feedbackTotal = fb[0] + fb[1] + fb[2] + fb[3] + fb[4];
-    return {
-      activeUsers,
-      totalEvents: a.total,
-      totalErrors: n('error'),
-      errorsByVersion: Object.fromEntries(a.errorsByVersion),
-      latencyByRoute,
-      recentErrors: a.total ? this.list({ userId, type: 'error', limit: RECENT_ERRORS }) : [],
-      eventsByType: Object.fromEntries(a.byType),
-      averageLatency: a.latencyCount ? Math.round(a.latencySum / a.latencyCount) : 0,
-      recentActivity: a.total ? this.list({ userId, limit: RECENT_ACTIVITY }) : [],
-      analytics: {
-        breakdownCounts: breakdownCounts(n),
-        feedbackBreakdown: { '1': fb[0], '2': fb[1], '3': fb[2], '4': fb[3], '5': fb[4] },
-        feedbackTotal,
-        feedbackAverage: feedbackTotal ? round2(a.feedbackSum / feedbackTotal) : 0,
-        customActivityTotal: n('custom'),
-        userSeries: { labels: seriesLabels(), values: userValues },
-        activitySeries: { labels: seriesLabels(), values: activityValues },
-      },
-    };
+    for (const list of points.values()) list.reverse();
+    return { activeUsers: active.size, errors, activity, points };
   }
 
   getUser(id: string): AppUser | null {
-    const s = this.getUserStmt;
+    const s = this.hot.statement('SELECT idp_user_id, email, display_name, last_seen_at FROM users WHERE idp_user_id = ?');
     s.bind([id]);
     try {
       if (!s.step()) return null;
@@ -563,15 +485,16 @@ class Engine {
   }
 
   health(): HealthFigures {
-    const pages = this.db.exec('PRAGMA page_count; PRAGMA page_size');
+    const pages = this.hot.db.exec('PRAGMA page_count; PRAGMA page_size');
     return {
       eventCount: this.eventCount,
-      usersWithEvents: this.aggs.size,
+      usersWithEvents: this.scopes.size,
       databaseBytes: (pages[0].values[0][0] as number) * (pages[1].values[0][0] as number),
       snapshotBytes: this.snapshotBytes,
       lastSnapshot: this.lastSnapshot,
       prunedEvents: this.prunedTotal,
       startup: this.startup,
+      segments: { sealed: this.sealed.size, hotEvents: this.hotCount, cacheBytes: this.sealed.openBytes, cacheOpen: this.sealed.openCount, lastSeal: this.lastSeal },
     };
   }
 
@@ -581,30 +504,29 @@ class Engine {
   }
 
   /**
-   * Writes the database to a temp file, syncs it and renames it into place, then drops the journal
-   * segments it covers. The file sql.js holds is written as it is, and no other message is handled
-   * until it is (`written`: reads wait meanwhile; acknowledgements never do): no copy of the
-   * database is made, where `db.export()` made one (~570 MB and ~3 s at 1M events, on top of the
-   * database itself). Only a stock sql.js, whose file is out of reach, still exports (and writes
-   * the copy the same way).
+   * Writes the hot segment's database to a temp file, syncs it and renames it into place as `<db>`,
+   * then drops the journal segments it covers. The file sql.js holds is written as it is, and no
+   * other message is handled until it is (`written`: reads wait meanwhile; acknowledgements never
+   * do): no copy of the database is made. Only a stock sql.js, whose file is out of reach, exports.
    */
   snapshot(covered: number, reason: string, now: number): { written: Promise<void>; done: Promise<void> } {
     let wrote!: () => void;
     const written = new Promise<void>((resolve) => (wrote = resolve));
-    const done = this.writeSnapshot(covered, reason, now, wrote).finally(wrote);
+    const done = this.writeSnapshot(covered, reason, now, wrote, null).finally(wrote);
     return { written, done };
   }
 
-  private async writeSnapshot(covered: number, reason: string, now: number, wrote: () => void): Promise<void> {
+  private async writeSnapshot(covered: number, reason: string, now: number, wrote: () => void, copy: Uint8Array | null): Promise<void> {
     const { fs } = this;
     const path = this.args.path;
     const dir = dirname(path);
     const t0 = performance.now();
-    const events = this.eventCount;
+    const events = this.hotCount;
+    const hotId = this.hotId;
     const tmp = join(dir, `${basename(path)}.tmp-${Date.now()}-${Math.random().toString(36).slice(2)}`);
-    const live = databaseFile(this.db);
+    const live = copy ? null : databaseFile(this.hot.db);
     try {
-      const bytes = live ?? this.db.export();
+      const bytes = copy ?? live ?? this.hot.export();
       const size = bytes.length;
       await writeNewFile(fs, tmp, bytes, SYNC_EVERY);
       wrote(); // the database may change again
@@ -616,18 +538,112 @@ class Engine {
       const kept = await fs.link(path, old).then(() => true, () => false);
       // Durable before any segment it covers is deleted.
       await renameDurably(fs, tmp, path);
+      this.durableHot = hotId;
       if (kept) await removeGradually(fs, old);
       await removeSegmentsUpTo(fs, path, covered);
       const totalMs = performance.now() - t0;
       this.snapshotBytes = size;
       this.lastSnapshot = { at: new Date(now).toISOString(), events, bytes: size, heldMs: Math.round(heldMs), totalMs: Math.round(totalMs) };
       log(`snapshot (${reason}): ${events} events, ${(size / 1048576).toFixed(1)} MiB, database held ${Math.round(heldMs)} ms` +
-        `${live ? '' : ' (exported: a copy)'}, ${Math.round(totalMs)} ms in all`);
+        `${live || copy ? '' : ' (exported: a copy)'}, ${Math.round(totalMs)} ms in all`);
     } catch (err) {
       await fs.remove(tmp).catch(() => {});
       log(`snapshot (${reason}) failed; the journal is kept: ${err instanceof Error ? err.message : String(err)}`);
       throw err;
     }
+  }
+
+  /**
+   * Seals the hot segment (which holds exactly the journal segments up to `covered`): a new, empty
+   * hot segment (with the users) takes inserts at once and the sealed database stays open for
+   * reads. Answers with the sealed database's bytes and its manifest: the main thread gzips and
+   * writes them (this thread's event loop is busy with inserts and reads; its file writes would
+   * wait behind them), then sends `sealed`.
+   */
+  seal(covered: number, reason: string, now: number): { swapped: Promise<unknown>; done: Promise<SealAnswer | null> } {
+    let swap!: () => void;
+    const swapped = new Promise<void>((resolve) => (swap = resolve));
+    const done = this.sealAfterPrune(covered, reason, now, swap).finally(swap);
+    return { swapped, done };
+  }
+
+  private async sealAfterPrune(covered: number, reason: string, now: number, swapped: () => void): Promise<SealAnswer | null> {
+    // Events already past retention are not sealed (sealed segments are only dropped whole).
+    await this.prune(now);
+    if (this.hotCount === 0) return null;
+    const t0 = performance.now();
+    const id = this.hotId;
+    const old = this.hot;
+    const bounds = old.db.exec('SELECT MIN(seq), MAX(seq), MIN(received_at), MAX(received_at), COUNT(*) FROM events')[0].values[0];
+    const owners: Manifest['owners'] = {};
+    const windows: Manifest['windows'] = {};
+    for (const [owner, scope] of this.scopes) {
+      const parts = scope.rollups.parts(id);
+      if (parts.length) {
+        const encoded = parts.map((p) => encodePart(p));
+        owners[owner] = { count: parts.reduce((n, p) => n + p.total, 0), parts: encoded.map(partText) };
+        for (const b of encoded) scope.rollups.setPart(FrozenHour.decode(b), id);
+      }
+      // A copy: toJSON shares the window's arrays, which keep changing while the manifest is written.
+      windows[owner] = structuredClone(scope.window.toJSON());
+    }
+    const manifest: Manifest = {
+      id,
+      journal: covered,
+      count: bounds[4] as number,
+      minSeq: bounds[0] as number,
+      maxSeq: bounds[1] as number,
+      minReceived: Date.parse(bounds[2] as string),
+      maxReceived: Date.parse(bounds[3] as string),
+      bytes: 0,
+      owners,
+      windows,
+      users: [],
+      filter: buildFilter(old.keys()),
+    };
+    // The new hot segment, with the users (they live in the hot segment).
+    const fresh = new SegmentDb(prepareDatabase(new this.SQL.Database()));
+    const users = old.db.exec('SELECT idp_user_id, email, display_name, last_seen_at FROM users')[0]?.values ?? [];
+    for (const u of users) {
+      fresh.statement(UPSERT_USER).run(u);
+      manifest.users.push({ idp_user_id: u[0] as string, email: u[1] as string, display_name: u[2] as string, last_seen_at: u[3] as string });
+    }
+    this.hot = fresh;
+    this.hotId = id + 1;
+    this.hotCount = 0;
+    this.sealedJournal = covered;
+    this.setMeta();
+    swapped(); // the next message sees the new hot segment
+    // A copy: the sealed database stays open here for reads while the main thread writes it.
+    const database = (databaseFile(old.db) ?? old.export()).slice();
+    manifest.bytes = database.length;
+    const segment = sealedOf(manifest);
+    segment.writing = true;
+    this.sealed.add(segment, old);
+    this.sealStarted.set(id, { t0, reason, count: manifest.count });
+    return { manifest, database };
+  }
+
+  /**
+   * The main thread wrote the segment and its manifest: `<db>` still names the sealed segment as
+   * hot, so it is replaced by a snapshot of the new hot segment (small this soon after the seal),
+   * which also drops the journal segments the seal covered.
+   */
+  sealWritten(id: number, covered: number, disk: number, now: number): { written: Promise<void>; done: Promise<void> } {
+    const segment = this.sealed.get(id);
+    if (segment) segment.writing = false;
+    const started = this.sealStarted.get(id);
+    this.sealStarted.delete(id);
+    const { written, done } = this.snapshot(covered, `after sealing segment ${id}`, now);
+    return {
+      written,
+      done: done.then(() => {
+        if (!started) return;
+        const ms = Math.round(performance.now() - started.t0);
+        this.lastSeal = { at: new Date(now).toISOString(), segment: id, events: started.count, bytes: disk, ms };
+        log(`sealed segment ${id} (${started.reason}): ${started.count} events, ${(disk / 1048576).toFixed(1)} MiB on disk, ${ms} ms`);
+      }),
+    };
   }
 
   /** The test seam beforeSnapshotRename runs on the main thread: ask it and wait for its answer. */
@@ -645,48 +661,82 @@ class Engine {
     answer?.(error);
   }
 
+  holds(segment: number): boolean {
+    return this.sealed.has(segment);
+  }
+
+  get hotOldest(): number | null {
+    const t = this.hot.db.exec('SELECT MIN(received_at) FROM events')[0]?.values[0][0] as string | null | undefined;
+    return t ? Date.parse(t) : null;
+  }
+
   close() {
-    for (const s of [this.insertStmt, this.upsertUserStmt, this.getUserStmt, this.activeStmt, this.oldestStmt, this.deleteUpToStmt, ...Object.values(this.listStmts), ...this.rowsStmts.values()]) s.free();
-    this.db.close();
+    this.hot.close();
+    this.sealed.close();
   }
 }
 
-function rowFrom(v: unknown[]): { owner: string; row: AggRow } {
+function sealedOf(m: Manifest): SealedSegment {
   return {
-    owner: v[1] as string,
-    row: {
-      seq: v[0] as number,
-      type: v[2] as string,
-      version: v[3] as string | null,
-      receivedMs: Date.parse(v[4] as string),
-      session: v[5] as string | null,
-      route: v[6] as string | null,
-      duration: v[7] as number | null,
-      ttfb: v[8] as number | null,
-      timestamp: v[9] as string,
-      rating: v[10] as number | null,
-    },
+    id: m.id, count: m.count, minSeq: m.minSeq, maxSeq: m.maxSeq, minReceived: m.minReceived, maxReceived: m.maxReceived,
+    bytes: m.bytes, owners: new Set(Object.keys(m.owners)), writing: false,
   };
 }
 
-/** Start-up: snapshot → journal replay → retention → aggregates and keys. */
+function prepareReadOnly(SQL: SqlJsStatic, bytes: Uint8Array): Database {
+  const db = new SQL.Database(bytes);
+  db.exec('PRAGMA query_only=ON; PRAGMA cache_size=-2000;');
+  return db;
+}
+
+/** Start-up: manifests → hot snapshot → journal replay → retention → rollups, windows and keys. */
 async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResult }> {
+  const t0 = performance.now();
   const { path } = args;
   const fs = await loadStoreFs(args.fs);
   const dir = dirname(path);
-  const tmpPrefix = basename(path) + '.tmp-';
-  // A snapshot interrupted before its rename leaves a temp file; the database file is intact. (The
-  // main thread holds the database's lock: no other process is writing one.)
+  const base = basename(path);
+  const segName = segmentName(base);
+  const manifestIds: number[] = [];
+  const segmentIds = new Set<number>();
+  // Unfinished work of a previous process (the main thread holds the database's lock: no other
+  // process is writing these).
   for (const name of await fs.list(dir)) {
-    if (name.startsWith(tmpPrefix)) {
+    if (name.startsWith(base + '.tmp-')) {
       await fs.remove(join(dir, name));
       log(`removed an unfinished snapshot ${name} (the previous snapshot and the journal are intact)`);
-    } else if (name.startsWith(basename(path) + '.old-')) {
-      // A second name of a snapshot being replaced (see snapshot()); the live file is `path`. Only
-      // the name goes: until the rename is durable it may name the live file's blocks.
+    } else if (name.startsWith(base + '.old-')) {
+      // A second name of a snapshot being replaced; the live file is `path`. Only the name goes.
       await fs.remove(join(dir, name));
       log(`removed ${name}, a replaced snapshot a crash left behind`);
+    } else if (name.startsWith(base + '.seg-') && name.endsWith('.tmp')) {
+      await fs.remove(join(dir, name));
+      log(`removed ${name}, an unfinished seal (its events are in the journal)`);
+    } else {
+      const m = segName.exec(name);
+      if (m && m[2] === 'manifest') manifestIds.push(Number(m[1]));
+      else if (m) segmentIds.add(Number(m[1]));
     }
+  }
+  const manifests: Manifest[] = [];
+  for (const id of manifestIds.sort((a, b) => a - b)) {
+    if (!segmentIds.has(id)) {
+      // Retention removes the manifest, then the file; a power loss can bring back either name.
+      await fs.remove(manifestFile(path, id));
+      log(`removed the manifest of segment ${id}, whose file is gone (a drop a crash interrupted)`);
+      continue;
+    }
+    const bytes = await fs.read(manifestFile(path, id));
+    try {
+      manifests.push(decodeManifest(bytes!, manifestFile(path, id)));
+    } catch (err) {
+      throw new CorruptFile(`${manifestFile(path, id)}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    segmentIds.delete(id);
+  }
+  for (const id of segmentIds) {
+    await removeGradually(fs, segmentFile(path, id));
+    log(`removed segment file ${id} without a manifest (an unfinished seal or drop; its events are in the journal or were past retention)`);
   }
   const { SQL, fileGrowth } = await loadSqlJs();
   if (fileGrowth === 'stock') log('sql.js differs from the pinned version: its in-memory file grows by copying (slower inserts, longer stalls)');
@@ -698,11 +748,15 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
   } catch (err) {
     throw new CorruptFile(String(err instanceof Error ? err.message : err));
   }
-  const engine = new Engine(db, args, fs);
+  const engine = new Engine(SQL, db, args, fs, manifests);
   engine.loadedBytes = existing?.length ?? 0;
   existing = null;
 
-  const segments = await listSegments(fs, path);
+  const watermark = engine.journalWatermark;
+  const all = await listSegments(fs, path);
+  // Segments up to the watermark are wholly in sealed segments: replaying them would store again
+  // what retention may have dropped.
+  const segments = all.filter((s) => s.seq > watermark);
   const replayStart = performance.now();
   const journal = await readSegments(fs, segments);
   const replayed = engine.applyEntries(journal.entries);
@@ -714,13 +768,22 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
   if (segments.length) {
     log(`journal: replayed ${journal.entries.length} entries from ${segments.length} segment(s) (${replayed} events new) in ${Math.round(replayMs)} ms`);
   }
-  engine.startup = { replayedEntries: journal.entries.length, replayMs: Math.round(replayMs), tornLinesSkipped: journal.skipped.length };
-  const pruned = engine.prune(args.now);
+  if (all.length > segments.length) await removeSegmentsUpTo(fs, path, watermark);
+  const pruned = await engine.prune(args.now);
+  const cutoff = args.retentionDays > 0 ? args.now - args.retentionDays * DAY_MS : -Infinity;
+  const keys = engine.derive(manifests, cutoff);
   const changed = journal.entries.length > 0 || pruned.byAge > 0 || pruned.byCount > 0 || journal.skipped.length > 0;
-  const lastSegment = segments.length ? segments[segments.length - 1].seq : 0;
+  const lastSegment = Math.max(all.length ? all[all.length - 1].seq : 0, watermark);
   // Segments that held nothing new can go now; anything else is compacted by a snapshot.
   if (segments.length && !changed) await removeSegmentsUpTo(fs, path, lastSegment);
-  return { engine, result: { keys: engine.derive(), lastSegment, compact: changed } };
+  engine.startup = {
+    replayedEntries: journal.entries.length, replayMs: Math.round(replayMs), tornLinesSkipped: journal.skipped.length,
+    ms: Math.round(performance.now() - t0),
+  };
+  const filters = manifests
+    .filter((m) => engine.holds(m.id) && m.maxReceived >= args.now - args.dedupeWindowMs)
+    .map((m) => ({ segment: m.id, maxReceived: m.maxReceived, hashes: m.filter }));
+  return { engine, result: { keys, filters, lastSegment, compact: changed, hotOldest: engine.hotOldest } };
 }
 
 // ---- the message loop ----
@@ -743,21 +806,38 @@ function handle(req: Request): Handled {
   }
   if (!engine) throw new Error('the database is not open');
   switch (req.op) {
-    case 'apply':
-      return { answer: engine.applyLines(req.lines, req.now) };
-    case 'rows':
-      return { answer: engine.rows(req.query) };
-    case 'stats':
-      return { answer: engine.stats(req.userId, req.now, req.range) };
+    case 'apply': {
+      const applied = engine.applyLines(req.lines, req.now);
+      return { answer: applied, holds: applied };
+    }
+    case 'rows': {
+      // A read may open sealed segments (async): nothing else runs until it has read them all.
+      const rows = engine.rows(req.query);
+      return { answer: rows, holds: rows };
+    }
+    case 'stats': {
+      const stats = engine.stats(req.userId, req.now, req.range);
+      return { answer: stats, holds: stats };
+    }
     case 'getUser':
       return { answer: engine.getUser(req.idpUserId) };
     case 'health':
       return { answer: engine.health() };
-    case 'prune':
-      engine.prune(req.now, PRUNE_BATCH * 10);
-      return { answer: undefined };
+    case 'prune': {
+      const pruned = engine.prune(req.now, PRUNE_BATCH * 10);
+      return { answer: pruned.then(() => undefined), holds: pruned };
+    }
     case 'snapshot': {
       const { written, done } = engine.snapshot(req.covered, req.reason, req.now);
+      return { answer: done, holds: written };
+    }
+    case 'seal': {
+      // Holds until the new hot segment took over.
+      const { swapped, done } = engine.seal(req.covered, req.reason, req.now);
+      return { answer: done, holds: swapped };
+    }
+    case 'sealed': {
+      const { written, done } = engine.sealWritten(req.segment, req.covered, req.diskBytes, req.now);
       return { answer: done, holds: written };
     }
     case 'close':
@@ -776,7 +856,12 @@ port.on('message', (msg: ToWorker) => {
   const handled = ready.then(() => handle(req));
   ready = handled.then((h) => h.holds?.catch(() => {}), () => {});
   handled.then((h) => h.answer).then(
-    (value) => post({ id, ok: true, value }),
+    (value) => {
+      const sealed = value as SealAnswer | null;
+      // A seal's bytes travel without a copy.
+      const transfer = req.op === 'seal' && sealed ? [sealed.database.buffer as ArrayBuffer, sealed.manifest.filter.buffer as ArrayBuffer] : [];
+      port.postMessage({ id, ok: true, value } satisfies FromWorker, transfer);
+    },
     (err: unknown) => {
       const e = err instanceof Error ? err : new Error(String(err));
       post({ id, ok: false, error: { name: e.name, message: e.message, path: e instanceof CorruptFile ? (req as { args: InitArgs }).args.path : undefined } });

@@ -21,8 +21,8 @@
 //   any other file; close releases it.
 // - Start-up (in the worker) loads the snapshot and replays every remaining segment idempotently by
 //   (user_id, id); unparseable lines (a torn tail) are skipped and reported.
-// - /api/stats reads aggregates kept per user on insert and prune (sqlite-aggregates.ts) plus three
-//   indexed queries, instead of scanning the user's events.
+// - /api/stats is assembled from per-user rollups and a live window kept on insert and prune in
+//   the worker (lib/rollup, lib/live-window.ts), as the memory store's is, instead of scanning.
 // - If the worker dies, every operation answers StoreUnavailableError (503) instead of hanging;
 //   acknowledged events are in the journal and come back at the next start.
 import { dirname } from 'node:path';
@@ -34,7 +34,9 @@ import { ensureDir, loadStoreFs, type StoreFsModule } from './fs.ts';
 import { JournalWriter, segmentPath } from './journal.ts';
 import { lockDatabase } from './lock.ts';
 import { ownerKey } from './sqlite-row.ts';
-import type { FromWorker, HealthFigures, InitResult, Request, RowsResult, ToWorker } from './sqlite-worker.ts';
+import { Dedupe } from './dedupe.ts';
+import { writeSegment } from './seal.ts';
+import type { FromWorker, HealthFigures, InitResult, Request, RowsResult, SealAnswer, ToWorker } from './sqlite-protocol.ts';
 import { StoreUnavailableError, type AppUser, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
 
 export interface SqliteStoreOptions {
@@ -42,8 +44,14 @@ export interface SqliteStoreOptions {
   path: string;
   /** Events received longer ago than this are pruned; 0 keeps them forever. Default 90. */
   retentionDays?: number;
-  /** Oldest events beyond this count are pruned. Default 1,000,000. */
+  /** Oldest events beyond this count are pruned (whole sealed segments first). Default 50,000,000. */
   maxEvents?: number;
+  /** The hot segment is sealed past this many events (or at a UTC day change). Default 150,000. */
+  sealEvents?: number;
+  /** Memory budget of the sealed segments kept open for reads, in MiB. Default 128. */
+  cacheMb?: number;
+  /** A retried event is recognised for at least this many days after it was stored. Default 7. */
+  dedupeDays?: number;
   log?: (msg: string) => void;
   /**
    * Journal size past which a snapshot is taken at the next pause in writes (≥ gapSnapshotMs without
@@ -70,7 +78,11 @@ export interface SqliteStoreOptions {
 }
 
 export const DEFAULT_RETENTION_DAYS = 90;
-export const DEFAULT_MAX_EVENTS = 1_000_000;
+// (lib/config.ts has the same defaults for the server's environment.)
+export const DEFAULT_MAX_EVENTS = 50_000_000;
+export const DEFAULT_CACHE_MB = 128;
+export const DEFAULT_DEDUPE_DAYS = 7;
+export const DEFAULT_SEAL_EVENTS = 150_000;
 /**
  * Journal text sent to the worker and not yet applied, past which the commit loop waits: the worker
  * applies ~20k events/s, so this bounds both the memory of the backlog and how stale a read can be
@@ -94,6 +106,8 @@ interface Op {
   /** Journal lines (each ending in \n); '' for a barrier such as a snapshot. */
   lines: string;
   apply: () => unknown;
+  /** The op was not applied (its journal write failed). */
+  abandon?: () => void;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
 }
@@ -126,6 +140,9 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   const gapMs = options.gapSnapshotMs ?? 1000;
   const retentionIntervalMs = options.retentionIntervalMs ?? 60_000;
   const clock = options.now ?? Date.now;
+  const sealEvents = options.sealEvents ?? DEFAULT_SEAL_EVENTS;
+  const cacheMb = options.cacheMb ?? DEFAULT_CACHE_MB;
+  const dedupeDays = options.dedupeDays ?? DEFAULT_DEDUPE_DAYS;
 
   const fs = await loadStoreFs(options.fsModule);
   await ensureDir(fs, dirname(path));
@@ -133,11 +150,13 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   // live process's snapshot in the making.
   const lock = await lockDatabase(fs, path, log);
 
-  // ---- the dedupe set: owner → ids stored for that owner ----
+  // ---- dedupe: exact ids of the hot segment, key filters of recent sealed ones (dedupe.ts) ----
   // Kept here so acknowledging never waits for the worker; filled from the worker at start, it
   // learns of new events on insert and of removed ones when the worker reports what retention pruned.
-  const keys = new Map<string, Set<string>>();
+  const dedupe = new Dedupe(dedupeDays * 86_400_000);
   let closed = false;
+  /** close() began: no new seal starts. */
+  let closing = false;
   const drainWaiters: (() => void)[] = [];
 
   // ---- the worker and its requests ----
@@ -181,9 +200,10 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   worker.on('message', (msg: FromWorker) => {
     if ('log' in msg) return log(msg.log);
     if ('pruned' in msg) {
-      for (let i = 0; i < msg.pruned.length; i += 2) keys.get(msg.pruned[i])?.delete(msg.pruned[i + 1]);
+      for (let i = 0; i < msg.pruned.length; i += 2) dedupe.forget(msg.pruned[i], msg.pruned[i + 1]);
       return;
     }
+    if ('dropped' in msg) return dedupe.expire(clock(), msg.dropped);
     if ('beforeRename' in msg) {
       const token = msg.beforeRename;
       Promise.resolve()
@@ -212,7 +232,10 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   try {
     init = await request<InitResult>({
       op: 'init',
-      args: { path, retentionDays, maxEvents, now: clock(), askBeforeRename: !!options.beforeSnapshotRename, fs: options.fsModule },
+      args: {
+        path, retentionDays, maxEvents, now: clock(), dedupeWindowMs: dedupeDays * 86_400_000, cacheBytes: cacheMb * 1048576,
+        askBeforeRename: !!options.beforeSnapshotRename, fs: options.fsModule,
+      },
     });
     writer = await JournalWriter.open(fs, path, init.lastSegment + 1);
   } catch (err) {
@@ -222,8 +245,11 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     throw err;
   }
 
-  for (const [owner, ids] of Object.entries(init.keys)) keys.set(owner, new Set(ids.split('\n')));
+  for (const [owner, ids] of Object.entries(init.keys)) for (const id of ids.split('\n')) dedupe.add(owner, id);
   (init as { keys: unknown }).keys = null;
+  for (const f of init.filters) dedupe.addFilter(f, clock());
+  /** UTC day of the hot segment's oldest event (null: empty): a new day seals it. */
+  let hotDay: number | null = init.hotOldest === null ? null : Math.floor(init.hotOldest / 86_400_000);
 
   // ---- group commit and snapshots ----
   let queue: Op[] = [];
@@ -239,11 +265,11 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
 
   const encoder = new TextEncoder();
 
-  function enqueue<T>(lines: string, apply: () => T): Promise<Awaited<T>> {
+  function enqueue<T>(lines: string, apply: () => T, abandon?: () => void): Promise<Awaited<T>> {
     if (closed) return Promise.reject(new StoreUnavailableError('The store is closed'));
     if (failure) return Promise.reject(failure);
     return new Promise<Awaited<T>>((resolve, reject) => {
-      queue.push({ lines, apply, resolve: resolve as (v: unknown) => void, reject });
+      queue.push({ lines, apply, abandon, resolve: resolve as (v: unknown) => void, reject });
       if (!running) {
         running = true;
         void loop();
@@ -286,7 +312,10 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
           } catch (err) {
             tornTail = true;
             log(`journal: write failed: ${err instanceof Error ? err.message : String(err)}`);
-            for (const op of group) op.reject(new StoreUnavailableError('The journal could not be written', { cause: err }));
+            for (const op of group) {
+              op.abandon?.();
+              op.reject(new StoreUnavailableError('The journal could not be written', { cause: err }));
+            }
             continue;
           }
         }
@@ -321,6 +350,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         if (writer.bytes >= 4 * journalMaxBytes && !snapshotting) {
           snapshotNow('journal size, hard limit').catch(() => {});
         }
+        sealIfDue();
       }
     } finally {
       running = false;
@@ -344,6 +374,56 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     })();
     const tracked: Promise<void> = run.finally(() => {
       if (snapshotting === tracked) snapshotting = null;
+      sealIfDue();
+    });
+    tracked.catch(() => {});
+    snapshotting = tracked;
+    return tracked;
+  }
+
+  /** Seals when the hot segment is full or from an earlier UTC day, unless a snapshot or seal runs. */
+  function sealIfDue() {
+    if (closing || failure || snapshotting) return;
+    if (dedupe.hotCount >= sealEvents) sealNow('size').catch(() => {});
+    else if (dayChanged()) sealNow('day change').catch(() => {});
+  }
+
+  const dayChanged = () => hotDay !== null && Math.floor(clock() / 86_400_000) !== hotDay;
+
+  /**
+   * Seals the hot segment: a barrier in the commit queue rotates the journal and the dedupe's hot
+   * ids, and asks the worker to seal exactly what it holds; resolves once the seal is durable. Runs
+   * in the same line as snapshots (one at a time).
+   */
+  function sealNow(reason: string): Promise<void> {
+    const previous = snapshotting;
+    const run = (async () => {
+      if (previous) await previous.catch(() => {});
+      let done!: Promise<SealAnswer | null>;
+      let token = 0, covered = 0;
+      await enqueue('', async () => {
+        covered = await writer.rotate();
+        token = dedupe.rotate();
+        hotDay = null;
+        done = request<SealAnswer | null>({ op: 'seal', covered, reason, now: clock() });
+      });
+      // On failure the sealing ids stay exact in the dedupe; a restart replays the journal.
+      const sealed = await done;
+      if (!sealed) return dedupe.sealed(token, null, clock());
+      const { manifest, database } = sealed;
+      try {
+        // Written here, not on the worker, whose event loop is busy applying inserts.
+        const diskBytes = await writeSegment(fs, path, database, manifest);
+        await request({ op: 'sealed', segment: manifest.id, covered, diskBytes, now: clock() });
+      } catch (err) {
+        log(`sealing segment ${manifest.id} failed; its events stay readable and in the journal: ${err instanceof Error ? err.message : String(err)}`);
+        throw err;
+      }
+      dedupe.sealed(token, { segment: manifest.id, maxReceived: manifest.maxReceived, hashes: manifest.filter }, clock());
+    })();
+    const tracked: Promise<void> = run.finally(() => {
+      if (snapshotting === tracked) snapshotting = null;
+      sealIfDue();
     });
     tracked.catch(() => {});
     snapshotting = tracked;
@@ -355,7 +435,10 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   if (init.compact) snapshotNow('start-up').catch(() => {});
 
   const quietTimer = setInterval(() => {
-    if (closed || failure || running || snapshotting || writer.bytes === 0) return;
+    if (closed || failure || running || snapshotting) return;
+    sealIfDue();
+    if (snapshotting) return;
+    if (writer.bytes === 0) return;
     const idle = clock() - lastWriteAt;
     if (idle >= quietMs) snapshotNow('quiet period').catch(() => {});
     else if (writer.bytes >= journalMaxBytes && idle >= gapMs) snapshotNow('journal size').catch(() => {});
@@ -363,6 +446,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   const retentionTimer = setInterval(() => {
     if (closed || failure) return;
     request({ op: 'prune', now: clock() }).catch(() => {});
+    dedupe.expire(clock());
   }, retentionIntervalMs);
   unref(quietTimer);
   unref(retentionTimer);
@@ -376,25 +460,47 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     persisted: true,
     insert(events, texts) {
       if (!events.length) return Promise.resolve([]);
-      const lines: string[] = [];
-      for (let i = 0; i < events.length; i++) lines.push('{"e":' + (texts ? texts[i] : JSON.stringify(events[i])) + '}\n');
-      return enqueue(lines.join(''), () => {
-        // Runs after the fsync, in journal order: the first of two equal (owner, id) wins, as
-        // INSERT OR IGNORE would have decided.
-        if (failure) throw failure;
-        const stored: StoredEvent[] = [];
-        for (let i = 0; i < events.length; i++) {
-          const e = events[i];
-          const owner = ownerKey(e.user_id);
-          let ids = keys.get(owner);
-          if (!ids) keys.set(owner, (ids = new Set()));
-          if (ids.has(e.id)) continue;
-          ids.add(flatCopy(e.id));
-          stored.push(e);
-          outbox += lines[i];
+      if (closed) return Promise.reject(new StoreUnavailableError('The store is closed'));
+      if (failure) return Promise.reject(failure);
+      // Decided now, before journaling: the journal holds new events only, so a replay never
+      // stores again an event that is in a sealed segment. The first of two equal (owner, id)
+      // wins; the keys are claimed until the write is done (released if it fails).
+      const stored: StoredEvent[] = [];
+      const claimed: [string, string][] = [];
+      let text = '';
+      for (let i = 0; i < events.length; i++) {
+        const e = events[i];
+        const owner = ownerKey(e.user_id);
+        if (dedupe.has(owner, e.id)) continue;
+        const id = flatCopy(e.id);
+        dedupe.claim(owner, id);
+        claimed.push([owner, id]);
+        stored.push(e);
+        text += '{"e":' + (texts ? texts[i] : JSON.stringify(e)) + '}\n';
+      }
+      const release = () => {
+        for (const [owner, id] of claimed) dedupe.unclaim(owner, id);
+      };
+      // The first event of a new UTC day: seal the previous day first (its barrier is queued ahead
+      // of this insert unless a snapshot is running; then the seal follows after this group).
+      if (stored.length && !snapshotting && dayChanged()) {
+        sealNow('day change').catch(() => {});
+      }
+      // Only duplicates: a barrier-sized no-op, still answered in order after the writes before it.
+      return enqueue(text, () => {
+        // Runs after the fsync, in journal order.
+        if (failure) {
+          release();
+          throw failure;
         }
+        for (const [owner, id] of claimed) {
+          dedupe.unclaim(owner, id);
+          dedupe.add(owner, id);
+        }
+        if (hotDay === null && stored.length) hotDay = Math.floor(clock() / 86_400_000);
+        outbox += text;
         return stored;
-      });
+      }, release);
     },
     async list(q): Promise<EventPage> {
       alive();
@@ -462,6 +568,8 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         maxEvents,
         prunedEvents: figures.prunedEvents,
         startup: figures.startup,
+        segments: { ...figures.segments, dedupeFilterBytes: dedupe.filterBytes },
+        cacheMb,
       };
     },
     async flush() {
@@ -470,6 +578,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     },
     async close() {
       if (closed) return;
+      closing = true;
       clearInterval(quietTimer);
       clearInterval(retentionTimer);
       try {

@@ -1,0 +1,140 @@
+// Deduplication of (owner, id) in bounded memory, decided on the main thread before an event is
+// acknowledged (docs/architecture.md#sqlite-store).
+//
+// - Events of the hot segment, and of a segment being sealed until its filter arrives: exact ids,
+//   a Set per owner (~75 B per event).
+// - Sealed segments received within the dedupe window (SERVICE_DEDUPE_DAYS, default 7): a sorted
+//   array of 53-bit hashes of their keys (8 B per event), searched by bisection. A duplicate in the
+//   window is always caught; a new event is taken for a duplicate only if its 53-bit hash equals
+//   one in the window (about n / 2^53: one in 2.5 billion per event with 3.5M events in the window).
+// - Older sealed segments are not checked: a retry that arrives more than the window after the
+//   original is stored again.
+
+/** cyrb53: a fast 53-bit string hash (two 32-bit multiply-xorshift lanes), exact in a double. */
+export function keyHash(owner: string, id: string): number {
+  let h1 = 0xdeadbeef, h2 = 0x41c6ce57;
+  const mix = (s: string) => {
+    for (let i = 0; i < s.length; i++) {
+      const ch = s.charCodeAt(i);
+      h1 = Math.imul(h1 ^ ch, 2654435761);
+      h2 = Math.imul(h2 ^ ch, 1597334677);
+    }
+  };
+  mix(owner);
+  h1 = Math.imul(h1 ^ 0, 2654435761); // a separator: ("ab", "c") ≠ ("a", "bc")
+  h2 = Math.imul(h2 ^ 0, 1597334677);
+  mix(id);
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+}
+
+/** A sealed segment's keys, as sorted hashes. */
+export interface SegmentFilter {
+  segment: number;
+  /** The latest receive time in the segment: the filter leaves the window after it. */
+  maxReceived: number;
+  hashes: Float64Array;
+}
+
+function contains(sorted: Float64Array, h: number): boolean {
+  let lo = 0, hi = sorted.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const v = sorted[mid];
+    if (v === h) return true;
+    if (v < h) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}
+
+type Generation = Map<string, Set<string>>;
+
+export class Dedupe {
+  /** Exact ids of the hot segment. */
+  private hot: Generation = new Map();
+  /** Exact ids of segments being sealed (their filter not yet here), by the token `rotate` gave. */
+  private sealing = new Map<number, Generation>();
+  private tokens = 0;
+  private filters: SegmentFilter[] = [];
+  /** Events added to the hot generation (what a seal would cover). */
+  hotCount = 0;
+
+  constructor(private windowMs: number) {}
+
+  /** Keys of inserts waiting for their journal write: taken, not yet stored. */
+  private claimed = new Map<string, Set<string>>();
+
+  has(owner: string, id: string): boolean {
+    if (this.hot.get(owner)?.has(id) || this.claimed.get(owner)?.has(id)) return true;
+    for (const g of this.sealing.values()) if (g.get(owner)?.has(id)) return true;
+    if (!this.filters.length) return false;
+    const h = keyHash(owner, id);
+    for (const f of this.filters) if (contains(f.hashes, h)) return true;
+    return false;
+  }
+
+  add(owner: string, id: string): void {
+    let ids = this.hot.get(owner);
+    if (!ids) this.hot.set(owner, (ids = new Set()));
+    ids.add(id);
+    this.hotCount++;
+  }
+
+  claim(owner: string, id: string): void {
+    let ids = this.claimed.get(owner);
+    if (!ids) this.claimed.set(owner, (ids = new Set()));
+    ids.add(id);
+  }
+
+  unclaim(owner: string, id: string): void {
+    const ids = this.claimed.get(owner);
+    if (!ids) return;
+    ids.delete(id);
+    if (ids.size === 0) this.claimed.delete(owner);
+  }
+
+  /** Retention removed a stored event: a retry of it is new again. */
+  forget(owner: string, id: string): void {
+    const ids = this.hot.get(owner);
+    if (ids?.delete(id)) this.hotCount--;
+    else for (const g of this.sealing.values()) g.get(owner)?.delete(id);
+  }
+
+  /** A seal begins: the hot ids so far belong to it. Returns the token `sealed` takes. */
+  rotate(): number {
+    const token = ++this.tokens;
+    this.sealing.set(token, this.hot);
+    this.hot = new Map();
+    this.hotCount = 0;
+    return token;
+  }
+
+  /** The seal is durable: its exact ids give way to its filter (none when it sealed nothing). */
+  sealed(token: number, filter: SegmentFilter | null, now: number): void {
+    this.sealing.delete(token);
+    if (filter) this.addFilter(filter, now);
+  }
+
+  addFilter(filter: SegmentFilter, now: number): void {
+    if (filter.maxReceived >= now - this.windowMs) this.filters.push(filter);
+  }
+
+  /** Retention dropped a segment, or its filter left the window. */
+  expire(now: number, dropped: readonly number[] = []): void {
+    this.filters = this.filters.filter((f) => !dropped.includes(f.segment) && f.maxReceived >= now - this.windowMs);
+  }
+
+  /** Bytes held by the filters (for health and the documented cost). */
+  get filterBytes(): number {
+    return this.filters.reduce((n, f) => n + f.hashes.byteLength, 0);
+  }
+}
+
+/** The sorted hashes of a segment's keys. */
+export function buildFilter(keys: Iterable<[owner: string, id: string]>): Float64Array {
+  const out: number[] = [];
+  for (const [owner, id] of keys) out.push(keyHash(owner, id));
+  return Float64Array.from(out).sort();
+}

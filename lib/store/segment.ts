@@ -1,0 +1,191 @@
+// The read side of one segment's database (sql.js), hot or sealed: pages of rows by seq, rows of a
+// receive-time span as rollup rows, one event by id. The worker (sqlite-worker.ts) reads across
+// segments by asking each in seq order; the hot segment adds inserts and retention on top.
+import type { Database, Statement } from 'sql.js';
+import type { StoredEvent } from '../event.ts';
+import type { RollupRow } from '../rollup/hour.ts';
+import { isoBounds } from './filter.ts';
+import { ROW_COLUMNS, eventFromRow, type RowValues } from './sqlite-row.ts';
+import type { RowsQuery } from './sqlite-protocol.ts';
+
+export const SCHEMA = `
+CREATE TABLE IF NOT EXISTS events (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  timestamp TEXT NOT NULL,
+  source TEXT,
+  session_id TEXT,
+  page_url TEXT,
+  message TEXT,
+  severity TEXT,
+  app_version TEXT,
+  metadata TEXT NOT NULL,
+  received_at TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  route_key TEXT,
+  duration REAL,
+  ttfb REAL,
+  rating INTEGER
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_user_id ON events(user_id, id);
+CREATE INDEX IF NOT EXISTS events_user ON events(user_id);
+CREATE INDEX IF NOT EXISTS events_user_type ON events(user_id, type);
+CREATE INDEX IF NOT EXISTS events_user_version ON events(user_id, app_version);
+CREATE INDEX IF NOT EXISTS events_user_received ON events(user_id, received_at);
+CREATE TABLE IF NOT EXISTS users (
+  idp_user_id TEXT PRIMARY KEY,
+  email TEXT NOT NULL,
+  display_name TEXT NOT NULL,
+  last_seen_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+`;
+
+/** What a LiveWindow reads of an event, which the columns give without parsing its metadata. */
+export interface WindowEvent {
+  id: string;
+  type: string;
+  sessionId: string | null;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+/** The columns rollups and live windows are kept from (rowFrom reads them). */
+export const TRACK_COLUMNS = 'seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating, id';
+
+export interface TrackedRow { seq: number; owner: string; row: RollupRow; e: WindowEvent }
+
+export function rowFrom(v: unknown[]): TrackedRow {
+  const route = v[6] as string | null;
+  const duration = v[7] as number | null;
+  const row: RollupRow = {
+    receivedMs: Date.parse(v[4] as string),
+    type: v[2] as string,
+    version: v[3] as string | null,
+    session: v[5] as string | null,
+    route: duration === null ? null : route,
+    duration,
+    rating: v[10] as number | null,
+  };
+  const e: WindowEvent = { id: v[11] as string, type: row.type, sessionId: row.session, timestamp: v[9] as string, data: { duration, ttfb: v[8] as number | null } };
+  return { seq: v[0] as number, owner: v[1] as string, row, e };
+}
+
+export interface SeqRows {
+  events: StoredEvent[];
+  seqs: number[];
+}
+
+export class SegmentDb {
+  private stmts = new Map<string, Statement>();
+
+  constructor(readonly db: Database) {}
+
+  /** A statement prepared once per database and kept (freed by close or export). */
+  statement(text: string): Statement {
+    let s = this.stmts.get(text);
+    if (!s) this.stmts.set(text, (s = this.db.prepare(text)));
+    return s;
+  }
+
+  /** One number from a query (null when no row or NULL). */
+  scalar(text: string, params: (string | number)[] = []): number | null {
+    const s = this.statement(text);
+    s.bind(params);
+    try {
+      return s.step() ? (s.get()[0] as number | null) : null;
+    } finally {
+      s.reset();
+    }
+  }
+
+  /**
+   * Up to `limit` rows of the filter, by seq in the query's order. Walks the user's index (by type
+   * or version when given) and checks received_at on each row.
+   */
+  rows(q: RowsQuery, limit: number): SeqRows {
+    const { since, until } = isoBounds(q);
+    const where = ['user_id = ?'];
+    const params: (string | number)[] = [q.userId];
+    const add = (cond: string, value: string | number | undefined) => {
+      if (value === undefined) return;
+      where.push(cond);
+      params.push(value);
+    };
+    add('type = ?', q.type);
+    add('app_version = ?', q.version);
+    add('received_at >= ?', since);
+    add('received_at < ?', until);
+    add('seq < ?', q.beforeSeq);
+    add('seq > ?', q.afterSeq);
+    add('seq <= ?', q.maxSeq);
+    params.push(limit);
+    const index = q.type !== undefined ? 'events_user_type' : q.version !== undefined ? 'events_user_version' : 'events_user';
+    // INDEXED BY: sql.js's planner otherwise may pick the (user_id, id) index and sort the user's rows.
+    const s = this.statement(`SELECT seq, ${ROW_COLUMNS} FROM events INDEXED BY ${index} WHERE ${where.join(' AND ')} ` +
+      `ORDER BY seq ${q.order === 'newest' ? 'DESC' : 'ASC'} LIMIT ?`);
+    const out: SeqRows = { events: [], seqs: [] };
+    s.bind(params);
+    try {
+      while (s.step()) {
+        const v = s.get();
+        out.seqs.push(v[0] as number);
+        out.events.push(eventFromRow(v.slice(1) as RowValues));
+      }
+    } finally {
+      s.reset();
+    }
+    return out;
+  }
+
+  /** The owner's rows received in [start, end), by seq; `each` sees every one and may stop (false). */
+  track(userId: string, start: number, end: number, order: 'ASC' | 'DESC', each: (r: TrackedRow) => boolean | void): void {
+    const where = ['user_id = ?'];
+    const params: string[] = [userId];
+    if (Number.isFinite(start)) where.push('received_at >= ?'), params.push(new Date(start).toISOString());
+    if (Number.isFinite(end)) where.push('received_at < ?'), params.push(new Date(end).toISOString());
+    const s = this.statement(`SELECT ${TRACK_COLUMNS} FROM events INDEXED BY events_user_received WHERE ${where.join(' AND ')} ORDER BY seq ${order}`);
+    s.bind(params);
+    try {
+      while (s.step()) if (each(rowFrom(s.get())) === false) break;
+    } finally {
+      s.reset();
+    }
+  }
+
+  eventById(userId: string, id: string): StoredEvent | null {
+    const s = this.statement(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_id WHERE user_id = ? AND id = ?`);
+    s.bind([userId, id]);
+    try {
+      return s.step() ? eventFromRow(s.get() as RowValues) : null;
+    } finally {
+      s.reset();
+    }
+  }
+
+  /** Every (owner, id) stored, for a key filter. */
+  *keys(): Generator<[string, string]> {
+    const s = this.db.prepare('SELECT user_id, id FROM events');
+    try {
+      while (s.step()) {
+        const v = s.get();
+        yield [v[0] as string, v[1] as string];
+      }
+    } finally {
+      s.free();
+    }
+  }
+
+  /** A copy of the database file (stock sql.js only: it frees every statement, so they are forgotten). */
+  export(): Uint8Array {
+    this.stmts.clear();
+    return this.db.export();
+  }
+
+  close(): void {
+    for (const s of this.stmts.values()) s.free();
+    this.stmts.clear();
+    this.db.close();
+  }
+}

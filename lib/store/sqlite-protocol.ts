@@ -1,0 +1,110 @@
+// The messages between the sqlite store's main thread (sqlite.ts) and its database worker
+// (sqlite-worker.ts). Every request is answered in the order sent (see sqlite.ts).
+import type { StoredEvent } from '../event.ts';
+import type { StatsRange } from '../stats.ts';
+import type { SegmentFilter } from './dedupe.ts';
+import type { StoreFsModule } from './fs.ts';
+import type { Manifest } from './seal.ts';
+import type { EventFilter } from './types.ts';
+
+export interface InitArgs {
+  path: string;
+  retentionDays: number;
+  maxEvents: number;
+  now: number;
+  /** Sealed segments received within this many ms send their key filter at start. */
+  dedupeWindowMs: number;
+  /** Memory budget of the sealed segments held open for reads. */
+  cacheBytes: number;
+  /** The main thread has a beforeSnapshotRename hook: ask it before each rename. */
+  askBeforeRename: boolean;
+  /** Where the file operations come from; node:fs when absent. */
+  fs?: StoreFsModule;
+}
+
+export interface InitResult {
+  /** Owner → that owner's event ids in the hot segment joined by '\n': exact dedupe keys. */
+  keys: Record<string, string>;
+  /** Key filters of the sealed segments within the dedupe window. */
+  filters: SegmentFilter[];
+  /** The last journal segment found or sealed (0 when none): the writer continues after it. */
+  lastSegment: number;
+  /** Whether start-up changed the database (replay, retention, torn lines): compact now. */
+  compact: boolean;
+  /** Receive time of the hot segment's oldest event (null: empty), for sealing at day change. */
+  hotOldest: number | null;
+}
+
+export interface HealthFigures {
+  eventCount: number;
+  usersWithEvents: number;
+  databaseBytes: number;
+  snapshotBytes: number;
+  /** heldMs: how long the snapshot held the database (reads waited); totalMs: until the file was in place. */
+  lastSnapshot: { at: string; events: number; bytes: number; heldMs: number; totalMs: number } | null;
+  prunedEvents: number;
+  startup: { replayedEntries: number; replayMs: number; tornLinesSkipped: number; ms: number };
+  segments: { sealed: number; hotEvents: number; cacheBytes: number; cacheOpen: number; lastSeal: SealFigures | null };
+}
+
+export interface SealAnswer {
+  manifest: Manifest;
+  /** The sealed database file (a copy; the worker keeps the database open for reads). */
+  database: Uint8Array;
+}
+
+export interface SealFigures { at: string; segment: number; events: number; bytes: number; ms: number }
+
+/** A page of `list` or a batch of `export`, by sequence number (the main thread owns the cursor). */
+export interface RowsQuery extends EventFilter {
+  /** Only rows with seq below this (a page of list, newest first). */
+  beforeSeq?: number;
+  /** Only rows with seq above this (a batch of export, oldest first). */
+  afterSeq?: number;
+  /** Only rows with seq at most this (the end an export fixed when it began). */
+  maxSeq?: number;
+  order: 'newest' | 'oldest';
+  limit: number;
+}
+
+export interface RowsResult {
+  events: StoredEvent[];
+  /** Seq of the last event returned (null when none). */
+  lastSeq: number | null;
+  /** Whether another row matches past the last one returned. */
+  more: boolean;
+  /** The highest seq stored when the rows were read. */
+  maxSeq: number;
+}
+
+export type Request =
+  | { op: 'init'; args: InitArgs }
+  /** Journal lines (entries the main thread decided are new), applied in order. */
+  | { op: 'apply'; lines: string; now: number }
+  | { op: 'rows'; query: RowsQuery }
+  | { op: 'stats'; userId: string; now: number; range?: StatsRange }
+  | { op: 'getUser'; idpUserId: string }
+  | { op: 'health' }
+  | { op: 'prune'; now: number }
+  /** Export now; the database holds exactly the journal segments up to `covered`. */
+  | { op: 'snapshot'; covered: number; reason: string; now: number }
+  /**
+   * Seal the hot segment, which holds exactly the journal segments up to `covered`; answers with
+   * what the main thread writes (null: it was empty).
+   */
+  | { op: 'seal'; covered: number; reason: string; now: number }
+  /** The segment and its manifest are durable: replace `<db>`, drop the covered journal. */
+  | { op: 'sealed'; segment: number; covered: number; diskBytes: number; now: number }
+  | { op: 'close' };
+
+export type ToWorker = { id: number; req: Request } | { renameAnswer: number; error: string | null };
+
+export type FromWorker =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: { name: string; message: string; path?: string } }
+  | { log: string }
+  /** Rows retention removed from the hot segment, as owner, id, owner, id, …: the main thread forgets their keys. */
+  | { pruned: string[] }
+  /** Sealed segments retention dropped: their key filters go. */
+  | { dropped: number[] }
+  | { beforeRename: number; tmp: string };

@@ -1,0 +1,190 @@
+// The sqlite store's time segments on real files: sealing by size and at a UTC day change, reads
+// and statistics across sealed segments, paging with `before` across them, dedupe of a sealed
+// event (also after a restart), restart with a journal, a crash copy taken mid-flight, retention
+// dropping a whole segment, and the cache closing segments past its budget.
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
+import { computeStats } from '../lib/stats.ts';
+import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
+import type { Store } from '../lib/store/types.ts';
+
+const DAY = 86_400_000;
+const HOUR = 3_600_000;
+const T0 = Date.parse('2026-05-10T06:00:00.000Z');
+const dirs: string[] = [];
+const stores: Store[] = [];
+test.after(async () => {
+  await Promise.all(stores.map((s) => s.close().catch(() => {})));
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'watchtower-segments-'));
+  dirs.push(d);
+  return d;
+};
+
+let n = 0;
+const TYPES = ['pageload', 'error', 'click', 'feedback', 'custom'];
+const ev = (at: number, owner = 'u', i = n): StoredEvent =>
+  normalise({
+    id: `g-${++n}`, type: TYPES[i % 5], route: `/r${i % 3}`, sessionId: `s${i % 6}`, deployVersion: `v${i % 2}`,
+    data: { duration: (i * 13) % 400, rating: (i % 5) + 1 },
+  } as RawEvent, { now: at, owner });
+
+async function open(path: string, clock: () => number, extra: Partial<SqliteStoreOptions> = {}) {
+  const logs: string[] = [];
+  const store = await openSqliteStore({
+    path, retentionDays: 0, now: clock, quietSnapshotMs: 3_600_000, gapSnapshotMs: 3_600_000, log: (m) => logs.push(m), ...extra,
+  });
+  stores.push(store);
+  return { store, logs };
+}
+
+const until = async (cond: () => Promise<boolean> | boolean, what: string, ms = 15_000) => {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
+
+const segmentsOf = async (store: Store) => (await store.health()).segments as { sealed: number; cacheOpen: number; hotEvents: number };
+
+async function allPages(store: Store, userId: string, limit: number, filter: { since?: number; until?: number } = {}) {
+  const out: StoredEvent[] = [];
+  let before: string | undefined;
+  for (;;) {
+    const page = await store.list({ userId, limit, before, ...filter });
+    out.push(...page.events);
+    if (!page.nextCursor) return out;
+    before = page.nextCursor;
+  }
+}
+
+async function checkAll(store: Store, given: StoredEvent[], now: number, label: string) {
+  for (const owner of ['u', 'w']) {
+    const mine = given.filter((e) => e.user_id === owner);
+    assert.equal((await store.list({ userId: owner, limit: 100_000 })).events, [...mine].reverse(), `${label}: ${owner} list`);
+    assert.equal(await allPages(store, owner, 7), [...mine].reverse(), `${label}: ${owner} pages of 7`);
+    const exported: StoredEvent[] = [];
+    for await (const batch of store.export({ userId: owner, batchSize: 9 })) exported.push(...batch);
+    assert.equal(exported, mine, `${label}: ${owner} export`);
+    const got = await store.stats(owner, now), want = computeStats(mine, now);
+    for (const k of Object.keys(want) as (keyof typeof want)[]) assert.equal(got[k], want[k], `${label}: ${owner} stats ${k}`);
+    for (const range of [
+      { from: T0 + 90 * 60_000 + 12_345, to: T0 + 26 * HOUR + 999 },
+      { from: T0 - DAY, to: now + 1 },
+      { from: T0 + 20 * HOUR, to: T0 + 30 * HOUR, interval: 'hour' as const },
+    ]) {
+      assert.equal(await store.stats(owner, now, range), computeStats(mine, now, range), `${label}: ${owner} stats in ${JSON.stringify(range)}`);
+      const since = range.from, untilT = range.to;
+      assert.equal(await allPages(store, owner, 5, { since, until: untilT }),
+        mine.filter((e) => Date.parse(e.receivedAt) >= since && Date.parse(e.receivedAt) < untilT).reverse(), `${label}: ${owner} range pages`);
+    }
+  }
+}
+
+test('seals by size and at a day change; reads, pages, exports and stats cross sealed segments exactly; a restart keeps them', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  let clock = T0;
+  const { store } = await open(path, () => clock, { sealEvents: 40 });
+  const given: StoredEvent[] = [];
+  // Two days, an event every 12 minutes, for two owners.
+  for (let i = 0; i < 240; i++) {
+    clock = T0 + i * 12 * 60_000;
+    const batch = [ev(clock, i % 3 ? 'u' : 'w', i)];
+    given.push(...batch);
+    assert.equal(await store.insert(batch), batch);
+    // Seals run in the background; one at a time, so a fast writer can outpace them.
+    if (i % 40 === 39) await until(async () => (await segmentsOf(store)).sealed >= 3 || (await segmentsOf(store)).hotEvents < 40, `seal ${i}`);
+  }
+  await until(async () => (await segmentsOf(store)).sealed >= 3, 'three seals');
+  const names = readdirSync(dir);
+  assert.ok(names.some((f) => /\.seg-1\.sqlite\.gz$/.test(f)) && names.some((f) => /\.seg-1\.manifest$/.test(f)), names.join(' '));
+  const now = clock + 60_000;
+  await checkAll(store, given, now, 'live');
+
+  // A sealed event sent again is recognised, now and after a restart.
+  assert.is((await store.insert([given[3]])).length, 0, 'a retry of a sealed event');
+  // A crash copy taken while the store is open: the journal and whatever is on disk.
+  const crashed = tempDir();
+  cpSync(dir, crashed, { recursive: true });
+  rmSync(join(crashed, 'watchtower.sqlite.lock'), { force: true });
+  await store.close();
+  for (const p of [path, join(crashed, 'watchtower.sqlite')]) {
+    const { store: again } = await open(p, () => now, { sealEvents: 40 });
+    await checkAll(again, given, now, `reopened ${p === path ? 'after close' : 'from a crash copy'}`);
+    assert.is((await again.insert([given[5], given[200]])).length, 0, 'retries after a restart');
+    assert.is((await again.health()).eventCount, given.length);
+    await again.close();
+  }
+});
+
+test('retention drops whole sealed segments past SERVICE_RETENTION_DAYS, their files, rollups and keys', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  let clock = T0;
+  const { store } = await open(path, () => clock, { retentionDays: 2, retentionIntervalMs: 20 });
+  const given: StoredEvent[] = [];
+  for (let day = 0; day < 3; day++) {
+    for (let i = 0; i < 30; i++) {
+      clock = T0 + day * DAY + i * 20 * 60_000;
+      const batch = [ev(clock, i % 4 ? 'u' : 'w', i)];
+      given.push(...batch);
+      await store.insert(batch);
+    }
+    // Each new day seals the previous one.
+    await until(async () => (await segmentsOf(store)).sealed >= day, `seal of day ${day - 1}`);
+  }
+  assert.ok(existsSync(`${path}.seg-1.manifest`));
+  // Day 0 falls out of the 2-day window once its last event is 2 days old.
+  clock = T0 + 2 * DAY + 12 * HOUR;
+  await until(() => !existsSync(`${path}.seg-1.manifest`) && !existsSync(`${path}.seg-1.sqlite.gz`), 'segment 1 and its file dropped');
+  assert.ok(existsSync(`${path}.seg-2.manifest`), 'segment 2 stays');
+  const kept = given.filter((e) => Date.parse(e.receivedAt) >= T0 + DAY);
+  const now = clock;
+  for (const owner of ['u', 'w']) {
+    const mine = kept.filter((e) => e.user_id === owner);
+    assert.equal((await store.list({ userId: owner, limit: 1000 })).events, [...mine].reverse(), `${owner}: list after the drop`);
+    assert.equal(await store.stats(owner, now), computeStats(mine, now), `${owner}: stats after the drop`);
+  }
+  assert.is((await store.health()).eventCount, kept.length);
+  // A dropped event sent again is stored again (its key went with the segment).
+  const resent = { ...given[0], receivedAt: new Date(clock).toISOString(), received_at: new Date(clock).toISOString() };
+  assert.is((await store.insert([resent])).length, 1);
+  await store.close();
+  const { store: again } = await open(path, () => now, { retentionDays: 2 });
+  assert.is((await again.health()).eventCount, kept.length + 1, 'the drop survives a restart');
+  assert.not.ok(existsSync(`${path}.seg-1.manifest`));
+  await again.close();
+});
+
+test('sealed segments open on demand and close past the cache budget', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  let clock = T0;
+  const { store } = await open(path, () => clock, { sealEvents: 30, cacheMb: 0.2 });
+  const given: StoredEvent[] = [];
+  for (let i = 0; i < 300; i++) {
+    clock = T0 + i * 60_000;
+    const batch = [ev(clock, 'u', i)];
+    given.push(...batch);
+    await store.insert(batch);
+    if (i % 30 === 29) await until(async () => (await segmentsOf(store)).hotEvents < 30, `seal ${i}`);
+  }
+  await until(async () => (await segmentsOf(store)).sealed >= 6, 'six seals');
+  await store.close();
+  const { store: again } = await open(path, () => clock, { cacheMb: 0.2 });
+  assert.is((await segmentsOf(again)).cacheOpen, 0, 'nothing open at start');
+  assert.equal(await allPages(again, 'u', 11), [...given].reverse());
+  const s = await segmentsOf(again);
+  assert.ok(s.cacheOpen >= 1 && s.cacheOpen < s.sealed, `some open, not all: ${JSON.stringify(s)}`);
+  await again.close();
+});
+
+test.run();
