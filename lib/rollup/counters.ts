@@ -6,7 +6,7 @@
 // hour, and per session and day) and counts what each insert newly added to them.
 // CounterRollups is the read side: the counters a store summed for a stats request, offered to
 // assembleStats as a RollupSource.
-import type { PartColumns, RollupPart, RollupRow } from './hour.ts';
+import { NO_BREAKDOWNS, type PartColumns, type RollupPart, type RollupRow } from './hour.ts';
 import { micros, roundMs, UNKNOWN } from '../stats.ts';
 import type { RollupSource } from './user.ts';
 
@@ -75,7 +75,7 @@ export function counterPart(hour: number, counters: readonly Counter[]): RollupP
     types, typeCounts, versions, versionCounts, feedback, routes,
     routeCounts: routes.map((r) => byRoute.get(r)!.count),
     routeSumMicros: routes.map((r) => byRoute.get(r)!.sumMicros),
-    routeEnds, values, valueCounts,
+    routeEnds, values, valueCounts, ...NO_BREAKDOWNS,
   };
   return { hour, total, sessionCount: 0, forEachSession: () => {}, columns: () => columns };
 }

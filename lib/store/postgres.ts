@@ -713,7 +713,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     counters: [string, string, number, number | null, number, number][];
     session_counts: [string, number, number][];
     sessions: [number, string][];
-    edges: [number, string, string | null, string | null, string | null, number | null, number | null][];
+    edges: Row[];
     active: number; errors: Row[]; activity: Row[];
   }[]>`
     select
@@ -734,8 +734,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
          where user_id = ${user} and scope = ${scope} and kind in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text) ${hours(s0, s1)}) as session_counts,
       (select coalesce(json_agg(json_build_array(hour, session)), '[]') from watchtower_rollup_sessions
          where user_id = ${user} and scope = ${scope} and ${anyOf(cut, (a, b) => sql`(hour >= ${a} and hour < ${b})`)}) as sessions,
-      (select coalesce(json_agg(json_build_array(
-                (extract(epoch from received_at) * 1000)::float8, type, app_version, session_id, route_key, duration, rating) order by seq), '[]')
+      (select coalesce(json_agg(json_build_object('metadata', metadata, 'raw', raw) order by seq), '[]')
          from watchtower_events
          where user_id = ${user} ${ofProject}
            and ${anyOf(plan.rawSpans, (a, b) => sql`(received_at >= ${iso(a)}::timestamptz and received_at < ${iso(b)}::timestamptz)`)}) as edges,
@@ -781,8 +780,8 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     for (const part of hours) if (part.hour >= h0 && part.hour < h1) parts.push(part);
   }
   const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut);
-  const edges = HourRollup.fromRows(row.edges.map(([receivedMs, type, version, session, route, duration, rating]) =>
-    ({ receivedMs, type, version, session, route, duration, rating })));
+  // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
+  const edges = HourRollup.fromRows(row.edges.map((r) => rollupRow(toEvent(r))));
 
   const routes = new Set<string>();
   for (const p of [...parts, ...edges]) for (const route of p.columns().routes) routes.add(route);
@@ -803,5 +802,6 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     }
   }
   const recents: Recents = { activeUsers: row.active, errors: row.errors.map(toEvent), activity: row.activity.map(toEvent), points };
-  return assembleStats({ plan, rollups, edges, recents });
+  // The counters keep no breakdowns or vitals yet: the answer has none (docs/api.md#breakdowns).
+  return assembleStats({ plan, rollups, edges, recents, breakdowns: false });
 }
