@@ -103,10 +103,10 @@ export function vitalOf(e: StoredEvent): { metric: number; units: number; page: 
 
 /** 0 good, 1 needs improvement, 2 poor, for a value in units of the metric. */
 export function vitalRating(metric: number, units: number): 0 | 1 | 2 {
-  const [good, poor] = VITAL_THRESHOLDS[VITAL_NAMES[metric]];
-  const scale = VITAL_SCALE[metric];
-  return units <= Math.round(good * scale) ? 0 : units > Math.round(poor * scale) ? 2 : 1;
+  return units <= GOOD_UNITS[metric] ? 0 : units > POOR_UNITS[metric] ? 2 : 1;
 }
+const GOOD_UNITS = VITAL_NAMES.map((n, m) => Math.round(VITAL_THRESHOLDS[n][0] * VITAL_SCALE[m]));
+const POOR_UNITS = VITAL_NAMES.map((n, m) => Math.round(VITAL_THRESHOLDS[n][1] * VITAL_SCALE[m]));
 
 /**
  * The summary of one metric from its value counts. `p75`: the value at nearest rank of 75% in

@@ -103,16 +103,17 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
       const m = c.vitalMetrics[i];
       let page = vitalPages.get(c.vitalPages[i]);
       if (!page) vitalPages.set(c.vitalPages[i], (page = { events: 0, metrics: [] }));
-      const ofPage = (page.metrics[m] ??= vitalTotals());
+      const ofPage = (page.metrics[m] ??= vitalTotals()), all = vitals[m];
       const start = i ? c.vitalEnds[i - 1] : 0, end = c.vitalEnds[i];
-      for (const t of [ofPage, vitals[m]]) t.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
+      ofPage.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
+      all.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
       for (let j = start; j < end; j++) {
         const n = c.vitalValueCounts[j], rating = vitalRating(m, c.vitalValues[j]);
         page.events += n;
-        for (const t of [ofPage, vitals[m]]) {
-          t.count += n;
-          t.ratings[rating] += n;
-        }
+        ofPage.count += n;
+        ofPage.ratings[rating] += n;
+        all.count += n;
+        all.ratings[rating] += n;
       }
     }
   };

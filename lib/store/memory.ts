@@ -153,8 +153,12 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
       let mine: StoredEvent[] | undefined;
       const held = () => (mine ??= ofUser(userId, projectId));
       const inSpans = (t: number) => plan.rawSpans.some(([start, end]) => t >= start && t < end);
+      // Only the events in the spans are rolled up (a row costs a route key and breakdown names).
       const edges = plan.rawSpans.length
-        ? HourRollup.fromRows(held().map((e) => rollupRow(e)).filter((row) => inSpans(row.receivedMs)))
+        ? HourRollup.fromRows(held().flatMap((e) => {
+          const t = Date.parse(e.receivedAt);
+          return inSpans(t) ? [rollupRow(e, t)] : [];
+        }))
         : [];
       const recents = u.window.recents(now, plan.range) ?? recentsOf(held(), now, plan.range);
       return assembleStats({ plan, rollups: u.rollups, edges, recents });
