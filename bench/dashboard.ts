@@ -7,7 +7,9 @@
 // (cold page cache) and reads the Performance API: the `dashboard-rendered` mark (numbers on
 // screen, from navigation start), the largest contentful paint, the layout shifts, and the
 // resource timing of the stats requests. Baseline, in the same run: the same page for a user with
-// no events. Target: first render under 1 s at 1M. Writes section bench:dashboard of BENCHMARKS.md.
+// no events. Target: first render under 1 s at 1M. Also the cost of the breakdowns and web vitals
+// to a 30-day stats request (with and without them, same rollups). BENCH_DEPLOYMENTS=memory leaves
+// the sqlite deployment out. Writes section bench:dashboard of BENCHMARKS.md.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
