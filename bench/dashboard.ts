@@ -7,7 +7,9 @@
 // (cold page cache) and reads the Performance API: the `dashboard-rendered` mark (numbers on
 // screen, from navigation start), the largest contentful paint, the layout shifts, and the
 // resource timing of the stats requests. Baseline, in the same run: the same page for a user with
-// no events. Target: first render under 1 s at 1M. Writes section bench:dashboard of BENCHMARKS.md.
+// no events. Target: first render under 1 s at 1M. Also the cost of the breakdowns and web vitals
+// to a 30-day stats request (with and without them, same rollups). BENCH_DEPLOYMENTS=memory leaves
+// the sqlite deployment out. Writes section bench:dashboard of BENCHMARKS.md.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,12 +20,17 @@ import { openSqliteStore } from '../lib/store/sqlite.ts';
 import type { Store } from '../lib/store/types.ts';
 import { launchChromium } from '../test/helpers/browser.ts';
 import { buildPages, DEV_CONFIG_SCRIPT, serveHandler } from '../test/helpers/pages.ts';
+import { NO_RECENTS } from '../lib/live-window.ts';
+import { assembleStats, planStats } from '../lib/rollup/assemble.ts';
+import { rollupRow } from '../lib/rollup/hour.ts';
+import { UserRollups } from '../lib/rollup/user.ts';
 import { historyEvent, USERS_PREFIX } from './history-data.ts';
 import { machine, median, spread, start, writeSection } from './lib.ts';
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const DAYS = 60;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const STATS_ROUNDS = 15;
 const BATCH = 500;
 const DAY = 86_400_000;
 const USER = USERS_PREFIX + '0';
@@ -48,15 +55,43 @@ async function fill(store: Store, label: string) {
   }
   console.log(`${label}: loaded ${TOTAL.toLocaleString()} events in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }
-const sqlite = await openSqliteStore({ path, retentionDays: 90, maxEvents: TOTAL * 2, log: () => {}, now: () => clock });
-await fill(sqlite, 'sqlite');
-await sqlite.close();
+// BENCH_DEPLOYMENTS=memory leaves the sqlite deployment out (its ranges scan raw rows: minutes).
+const withSqlite = (process.env.BENCH_DEPLOYMENTS ?? 'sqlite,memory').split(',').includes('sqlite');
+if (withSqlite) {
+  const sqlite = await openSqliteStore({ path, retentionDays: 90, maxEvents: TOTAL * 2, log: () => {}, now: () => clock });
+  await fill(sqlite, 'sqlite');
+  await sqlite.close();
+}
 const memory = createMemoryStore({ capacity: TOTAL * 2 });
 await fill(memory, 'memory');
 
+// 1b. What the breakdowns cost a stats request: the memory store's answer for the last 30 days
+// (its rollups, its live window), and the assembly alone over the same rollups, built here the way
+// the memory store builds them, with and without the breakdowns and vitals.
+const statsRange = { from: end - 30 * DAY, to: end };
+const timed = async (f: () => unknown) => {
+  const ms: number[] = [];
+  for (let r = 0; r < STATS_ROUNDS; r++) {
+    const t0 = performance.now();
+    await f();
+    ms.push(performance.now() - t0);
+  }
+  return ms;
+};
+const own = new UserRollups();
+for (let i = 0; i < TOTAL; i++) own.add(rollupRow(historyEvent(i, Math.floor(begin + (i * (end - begin)) / TOTAL), 1)));
+const plan = planStats(end, statsRange, end);
+const assemble = (breakdowns: boolean) => assembleStats({ plan, rollups: own, edges: [], recents: NO_RECENTS, breakdowns });
+const statsTimes = {
+  store: await timed(() => memory.stats(USER, end, statsRange)),
+  with: await timed(() => assemble(true)),
+  without: await timed(() => assemble(false)),
+};
+console.log(`stats p50, 30 days: memory store ${median(statsTimes.store).toFixed(1)} ms; assembly with breakdowns ${median(statsTimes.with).toFixed(1)} ms, without ${median(statsTimes.without).toFixed(1)} ms`);
+
 // 2. The server as in production, on that database.
 buildPages();
-const server = await start(process.execPath, ['--import', 'tsx', 'server.ts'], {
+const server = !withSqlite ? null : await start(process.execPath, ['--import', 'tsx', 'server.ts'], {
   SERVICE_STORAGE: 'sqlite', SERVICE_P1_DB: path, SERVICE_RETENTION_DAYS: '90', SERVICE_MAX_EVENTS: String(TOTAL * 2), SERVICE_RATE_LIMIT: '0',
 });
 const inProcess = await serveHandler(createHandler({ store: memory, files: nodeFiles, log: () => {} }));
@@ -111,7 +146,7 @@ const pages = [
   { name: 'all (no range)', user: USER, query: '?range=all' },
 ];
 const deployments = [
-  { name: 'sqlite (server.ts)', origin: server.url },
+  ...(server ? [{ name: 'sqlite (server.ts)', origin: server.url }] : []),
   { name: 'memory, rollups (in-process handler)', origin: inProcess.url },
 ];
 const results = new Map<string, Round[]>();
@@ -131,7 +166,7 @@ try {
   }
 } finally {
   await browser.close();
-  await server.stop();
+  await server?.stop();
   await inProcess.close();
   rmSync(dir, { recursive: true, force: true });
 }
@@ -150,10 +185,21 @@ for (const d of deployments) {
 }
 writeSection('dashboard', `## Dashboard first render
 
-\`npm run bench:dashboard\` — headless Chromium against a user with ${TOTAL.toLocaleString('en-US')} events received evenly over the last ${DAYS} days, held by two deployments: server.ts on the sqlite store (the database filled through the store beforehand), and the fetch handler in the bench process on the memory store with its capacity raised to hold them (it answers ranges from rollups). Each round opens the signed-in dashboard in a fresh browser context and reads the Performance API: "rendered" is the \`dashboard-rendered\` mark the page sets once its first numbers are on screen (from navigation start, once the range's statistics and its latest 50 events are drawn; the comparison with the period before is asked for then and fills in after; each round waits for it before the next, so no request queues behind another round's), LCP the largest contentful paint, "stats" the range's stats request (request start to response end), CLS the layout shifts without input up to then. Medians of ${ROUNDS} rounds with (min–max), after one warm-up round per deployment; the ratio is against the baseline, the same page for a user without events on the same deployment, measured in the same run. Target: first render under 1 s with the 30-day range — ${targets.join('; ')}. ${machine()}.
+\`npm run bench:dashboard\` — headless Chromium against a user with ${TOTAL.toLocaleString('en-US')} events received evenly over the last ${DAYS} days, held by ${server ? 'two deployments: server.ts on the sqlite store (the database filled through the store beforehand), and' : 'one deployment (BENCH_DEPLOYMENTS=memory: the sqlite store, whose ranges scan raw rows, was left out of this run):'} the fetch handler in the bench process on the memory store with its capacity raised to hold them (it answers ranges from rollups). Each round opens the signed-in dashboard in a fresh browser context and reads the Performance API: "rendered" is the \`dashboard-rendered\` mark the page sets once its first numbers are on screen (from navigation start, once the range's statistics and its latest 50 events are drawn; the comparison with the period before is asked for then and fills in after; each round waits for it before the next, so no request queues behind another round's), LCP the largest contentful paint, "stats" the range's stats request (request start to response end), CLS the layout shifts without input up to then. Medians of ${ROUNDS} rounds with (min–max), after one warm-up round per deployment; the ratio is against the baseline, the same page for a user without events on the same deployment, measured in the same run. Target: first render under 1 s with the 30-day range — ${targets.join('; ')}. ${machine()}.
 
 | deployment | range | rendered | vs baseline | LCP | stats request | CLS (max) | events shown |
 |---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
+
+What the breakdowns and web vitals cost a stats request for the last 30 days (~500k events; every
+event has a client and a version, page loads a referrer, performance events a vital), medians of
+${STATS_ROUNDS} calls with (min–max), in the bench process: the memory store's whole answer, and
+\`assembleStats\` alone over the same rollups built the memory store's way, with and without them
+(the ratio is the cost of the breakdowns).
+
+| measured | with breakdowns | without | ratio |
+|---|---|---|---|
+| memory store \`stats()\`, 30 days | ${spread(statsTimes.store, 1)} ms | – | – |
+| \`assembleStats\` over the rollups, 30 days | ${spread(statsTimes.with, 1)} ms | ${spread(statsTimes.without, 1)} ms | ${(median(statsTimes.with) / median(statsTimes.without)).toFixed(2)}× |
 `);
 console.log(targets.join('\n'));

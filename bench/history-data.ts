@@ -8,6 +8,16 @@ export const USERS_PREFIX = 'history-user-';
 const TYPES = ['pageload', 'pageload', 'pageload', 'page_view', 'page_view', 'click', 'click', 'click', 'interaction', 'custom', 'error', 'performance', 'feedback'];
 const ERRORS = ['TypeError: Cannot read properties of undefined (reading \'id\')', 'ReferenceError: cart is not defined', 'Error: Request failed with status 502', 'TypeError: x.map is not a function'];
 
+const VITALS: [string, number, number][] = [['LCP', 1600, 2600], ['INP', 120, 500], ['CLS', 0.02, 0.2], ['FCP', 900, 1500], ['TTFB', 250, 900]];
+const REFERRERS = [undefined, undefined, 'https://www.google.com', 'https://news.ycombinator.com', 'https://duckduckgo.com', 'https://t.co'];
+const CLIENTS: StoredEvent['client'][] = [
+  { browser: 'Chrome', browserVersion: '131', os: 'Windows', device: 'desktop' },
+  { browser: 'Safari', browserVersion: '18', os: 'iOS', device: 'mobile' },
+  { browser: 'Chrome', browserVersion: '131', os: 'Android', device: 'mobile' },
+  { browser: 'Firefox', browserVersion: '133', os: 'Linux', device: 'desktop' },
+  { browser: 'Safari', browserVersion: '18', os: 'macOS', device: 'desktop' },
+];
+
 /** A 32-bit hash of i and a salt: stable pseudo-random numbers without state. */
 function h(i: number, salt: number): number {
   let x = (i ^ Math.imul(salt, 0x9e3779b9)) >>> 0;
@@ -36,12 +46,21 @@ export function historyEvent(i: number, at: number, users: number): StoredEvent 
     data.text = ['Buy now', 'Home', 'Add', ''][h(i, 10) % 4];
   } else if (type === 'feedback') data.rating = 1 + (h(i, 11) % 5);
   else if (type === 'custom') data.name = ['signup', 'share', 'filter'][h(i, 12) % 3];
-  else if (type === 'performance') data.metric = { name: 'LCP', value: 800 + (h(i, 13) % 3000) };
+  else if (type === 'performance') {
+    // A web vital as the vitals bundle sends it.
+    const [name, typical, spread] = VITALS[h(i, 13) % VITALS.length];
+    const value = typical + spread * unit(i, 16) ** 2;
+    data.name = name;
+    data.value = name === 'CLS' ? Math.round(value * 10_000) / 10_000 : Math.round(value);
+  }
+  const session = Math.floor(i / (20 * users));
   const raw: RawEvent = {
     id: uuidv7(at),
     type,
     // Sessions of ~20 consecutive events of the same user.
-    sessionId: `s-${user}-${Math.floor(i / (20 * users))}`,
+    sessionId: `s-${user}-${session}`,
+    // A session's page loads name the site it came from, if any.
+    referrer: type === 'pageload' ? REFERRERS[h(session, 17) % REFERRERS.length] : undefined,
     deployVersion: `1.${Math.floor(at / (7 * 86_400_000)) % 100}.0`,
     url: `https://app.example.com${route}`,
     route,
@@ -49,5 +68,8 @@ export function historyEvent(i: number, at: number, users: number): StoredEvent 
     timestamp: new Date(at - (h(i, 14) % 3000)).toISOString(),
     data,
   };
-  return normalise(raw, { now: at, owner: USERS_PREFIX + user });
+  const event = normalise(raw, { now: at, owner: USERS_PREFIX + user });
+  // What the server derives from the User-Agent: one client per session.
+  event.client = CLIENTS[h(session, 18) % CLIENTS.length];
+  return event;
 }

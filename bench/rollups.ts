@@ -56,6 +56,11 @@ class Sessions {
 function row(at: number, sessions: Sessions): RollupRow {
   const type = TYPES[Math.floor(rand() * TYPES.length)];
   const pageload = type === 'pageload';
+  const r = rowWithoutBreakdowns(at, sessions, type, pageload);
+  return { ...r, dims: [r.route, pageload ? 'direct' : null, 'Chrome', 'Windows', 'desktop', r.version] };
+}
+
+function rowWithoutBreakdowns(at: number, sessions: Sessions, type: string, pageload: boolean): RollupRow {
   return {
     receivedMs: at,
     type,
@@ -65,6 +70,8 @@ function row(at: number, sessions: Sessions): RollupRow {
     route: pageload ? ROUTES[Math.min(19, Math.floor(-4 * Math.log(rand() || 1e-12)))] : null,
     duration: pageload ? Math.round(Math.exp(6.8 + 0.6 * normal())) : null,
     rating: type === 'feedback' ? 1 + Math.floor(rand() * 5) : null,
+    dims: [null, null, 'Chrome', 'Windows', 'desktop', null],
+    vital: null,
   };
 }
 

@@ -1,4 +1,5 @@
 // Event shapes and their pure normalisation: ingest fields → stored shape (docs/api.md#events).
+import { referrerOrigin } from './breakdowns.ts';
 import type { ClientInfo } from './client-info.ts';
 
 /** Types the service recognises (docs/api.md#event-fields). Others are accepted as they are. */
@@ -60,6 +61,7 @@ const first = (...values: unknown[]): string | null => {
 const MAPPED = new Set([
   'id', 'type', 'timestamp', 'sessionId', 'session_id', 'deployVersion', 'appVersion', 'app_version',
   'appName', 'app_name', 'url', 'pageUrl', 'page_url', 'route', 'source', 'message', 'severity', 'data', 'user_id',
+  'referrer',
 ]);
 
 export interface NormaliseContext {
@@ -112,6 +114,10 @@ export function normalise(raw: RawEvent, ctx: NormaliseContext): StoredEvent {
   // stored event if assigned: it is dropped.
   // projectId is the server's to set (from a project key): a client's would claim a project.
   for (const key in raw) if (!MAPPED.has(key) && !RESERVED.has(key) && Object.hasOwn(raw, key)) event[key] = raw[key];
+  // Only the referring site's origin is kept, whatever a client sends: a path or query can hold
+  // search terms or tokens (README "Breakdowns"). A referrer that is no http(s) URL is dropped.
+  const referrer = referrerOrigin(raw.referrer);
+  if (referrer !== null) event.referrer = referrer;
   return event;
 }
 

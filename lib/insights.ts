@@ -1,5 +1,6 @@
 // GET /api/developer/insights (docs/api.md#developer-insights): what a developer looks at first. Pure.
 import type { StoredEvent } from './event.ts';
+import { VITAL_THRESHOLDS as THRESHOLDS } from './breakdowns.ts';
 import { percentile, type Stats, UNKNOWN } from './stats.ts';
 
 export interface ErrorGroup {
@@ -33,14 +34,8 @@ export interface Insights {
   webVitals: Record<string, VitalSummary> | null;
 }
 
-/** "good" / "poor" boundaries of the Core Web Vitals (web.dev); between them: needs improvement. */
-export const VITAL_THRESHOLDS: Record<string, [number, number]> = {
-  LCP: [2500, 4000],
-  INP: [200, 500],
-  CLS: [0.1, 0.25],
-  FCP: [1800, 3000],
-  TTFB: [800, 1800],
-};
+/** "good" / "poor" boundaries of the Core Web Vitals, defined with the breakdowns' vitals. */
+export const VITAL_THRESHOLDS: Record<string, [number, number]> = THRESHOLDS;
 
 /** The first stack line that names a frame (V8 "at …" or Firefox/Safari "fn@file:line:col"). */
 export function topFrame(stack: unknown): string | null {

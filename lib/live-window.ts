@@ -24,7 +24,7 @@ export interface Recents {
 
 export const NO_RECENTS: Recents = { activeUsers: 0, errors: [], activity: [], points: new Map() };
 
-const pointOf = (e: StoredEvent, duration: number): LatencyPoint => ({
+export const pointOf = (e: StoredEvent, duration: number): LatencyPoint => ({
   duration,
   ttfb: typeof e.data.ttfb === 'number' && Number.isFinite(e.data.ttfb) ? e.data.ttfb : null,
   timestamp: e.timestamp,

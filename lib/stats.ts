@@ -2,6 +2,10 @@
 // reference: every store must return exactly what it returns for the same events and range
 // (docs/architecture.md, invariant 9; the store contract suite checks that). Stores build the same
 // answer from rollups (lib/rollup/).
+import {
+  allMetrics, DIMENSIONS, dimensionNames, topRows, vitalOf, vitalRating, vitalSummary, VITAL_NAMES,
+  type BreakdownRow, type Breakdowns, type PageRow, type Vitals, type VitalsPage, type VitalSummary,
+} from './breakdowns.ts';
 import type { StoredEvent } from './event.ts';
 
 export interface LatencyPoint { duration: number; ttfb: number | null; timestamp: string }
@@ -27,6 +31,10 @@ export interface Stats {
   averageLatency: number;
   recentActivity: StoredEvent[];
   analytics: Analytics;
+  /** With a range only (docs/api.md#breakdowns): pages, referrers, clients and versions. */
+  breakdowns?: Breakdowns;
+  /** With a range only: web vitals over the range, and per page. */
+  vitals?: Vitals;
 }
 
 export const ACTIVE_WINDOW_MS = 5 * 60 * 1000;
@@ -201,6 +209,11 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
   const routes = new Map<string, { durations: number[]; points: LatencyPoint[]; sumMicros: number }>();
   const feedbackBreakdown = { '1': 0, '2': 0, '3': 0, '4': 0, '5': 0 };
   let total = 0, feedbackSum = 0, feedbackTotal = 0, latencyMicros = 0, latencyCount = 0;
+  // Breakdowns and vitals (with a range only): name → events and sessions per dimension; the
+  // rounded values of each vital, over all pages and per page.
+  const dims = DIMENSIONS.map(() => new Map<string, { events: number; sessions: Set<string> }>());
+  const vitalValues = VITAL_NAMES.map(() => [] as number[]);
+  const vitalPages = new Map<string, { events: number; values: number[][] }>();
 
   events.forEach((e, i) => {
     const received = times[i];
@@ -236,6 +249,22 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
       feedbackSum += rating;
       feedbackTotal++;
     }
+    if (r === null) return;
+    dimensionNames(e).forEach((name, d) => {
+      if (name === null) return;
+      let row = dims[d].get(name);
+      if (!row) dims[d].set(name, (row = { events: 0, sessions: new Set() }));
+      row.events++;
+      if (e.sessionId) row.sessions.add(e.sessionId);
+    });
+    const vital = vitalOf(e);
+    if (vital) {
+      vitalValues[vital.metric].push(vital.units);
+      let page = vitalPages.get(vital.page);
+      if (!page) vitalPages.set(vital.page, (page = { events: 0, values: VITAL_NAMES.map(() => []) }));
+      page.events++;
+      page.values[vital.metric].push(vital.units);
+    }
   });
 
   const latencyByRoute: Record<string, LatencySummary> = {};
@@ -262,7 +291,7 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
 
   const n = (t: string) => eventsByType[t] ?? 0;
   const labels = seriesLabels(r);
-  return {
+  const stats: Stats = {
     activeUsers: sessionsNow.size,
     totalEvents: total,
     totalErrors: n('error'),
@@ -282,4 +311,30 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
       activitySeries: { labels: [...labels], values: bucketEvents },
     },
   };
+  if (r === null) return stats;
+  const rows = (d: number): BreakdownRow[] =>
+    topRows([...dims[d]].map(([name, row]) => ({ name, events: row.events, sessions: row.sessions.size })));
+  const pages: PageRow[] = rows(0).map((row) => {
+    const route = latencyByRoute[row.name];
+    const durations = routes.get(row.name)?.durations.map(roundMs).sort((a, b) => a - b);
+    return { ...row, p75: route && durations ? percentile(durations, 75) : null };
+  });
+  stats.breakdowns = { pages, referrers: rows(1), browsers: rows(2), os: rows(3), devices: rows(4), versions: rows(5) };
+  const summary = (m: number, values: number[]): VitalSummary | undefined => {
+    if (values.length === 0) return undefined;
+    values.sort((a, b) => a - b);
+    const ratings = [0, 0, 0];
+    for (const v of values) ratings[vitalRating(m, v)]++;
+    return vitalSummary(m, values.length, percentile(values, 75), ratings);
+  };
+  const vitalsPages: VitalsPage[] = topRows([...vitalPages].map(([name, page]) => {
+    const metrics: VitalsPage['metrics'] = {};
+    VITAL_NAMES.forEach((metric, m) => {
+      const s = summary(m, page.values[m]);
+      if (s) metrics[metric] = s;
+    });
+    return { name, events: page.events, metrics };
+  }));
+  stats.vitals = { metrics: allMetrics((m) => summary(m, vitalValues[m])), pages: vitalsPages };
+  return stats;
 }

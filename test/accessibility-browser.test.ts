@@ -50,18 +50,22 @@ function register() {
     }, SUITE_LIMIT_MS);
     buildPages();
     const built = app({ store: createMemoryStore() });
-    // Something in every panel: page loads on two routes, errors on two versions, clicks, feedback.
-    const events = Array.from({ length: 40 }, (_, i) => ({
+    // Something in every panel: page loads on two routes (with referrers), errors on two versions,
+    // clicks, feedback, web vitals of every rating, from a browser (the User-Agent says which).
+    const vitals = [['LCP', 1200], ['LCP', 3000], ['INP', 700], ['CLS', 0.05], ['FCP', 2000], ['TTFB', 2500]] as const;
+    const events = Array.from({ length: 48 }, (_, i) => ({
       userId: USER, sessionId: `s${i % 4}`, route: i % 2 ? '/notes' : '/', deployVersion: i % 3 ? '1.4.0' : '2.0.0',
       ...[
-        { type: 'pageload', data: { duration: 300 + i * 7, ttfb: 80 } },
+        { type: 'pageload', referrer: i % 4 ? 'https://www.google.com' : undefined, data: { duration: 300 + i * 7, ttfb: 80 } },
         { type: 'click', data: { text: 'Save' } },
         { type: 'error', message: `TypeError: broke ${i}`, data: { stack: 'at x (app.js:1:1)' } },
         { type: 'feedback', data: { rating: 1 + (i % 5) } },
         { type: 'custom', data: { name: 'note_saved' } },
-      ][i % 5],
+        { type: 'performance', data: { name: vitals[Math.floor(i / 6) % 6][0], value: vitals[Math.floor(i / 6) % 6][1] } },
+      ][i % 6],
     }));
-    assert.is((await built.send('POST', '/api/events', { body: { events } })).status, 200);
+    const ua = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+    assert.is((await built.send('POST', '/api/events', { body: { events }, headers: { 'user-agent': ua } })).status, 200);
     server = await serveHandler(built.handler);
     browser = await launchChromium();
   });
@@ -115,6 +119,16 @@ function register() {
           assert.is(new URL(page.url()).pathname, path, 'the page stays where it is for a signed-out visitor');
         }
         if (path === '/dashboard') await page.locator('#app').waitFor({ state: 'visible' });
+        if (path === '/dashboard' || path === '/dashboard-demo/') {
+          // The breakdowns and vitals are checked with data in them, every rating shown.
+          for (const key of ['pages', 'referrers', 'browsers', 'os', 'devices', 'versions']) {
+            assert.ok(await page.locator(`.panel-bd-${key} tbody th`).count() > 0, `${path}: ${key} has rows`);
+          }
+          assert.ok(await page.locator('.panel-vitals tbody th').count() > 0, `${path}: vitals per page`);
+          for (const rating of ['good', 'needs-improvement', 'poor']) {
+            assert.ok(await page.locator(`.panel-vitals .vital-${rating}`).count() > 0, `${path}: a ${rating} vital`);
+          }
+        }
         const found = await violations(page);
         await page.context().close();
         const report = found.map((v) => `${v.id} (${v.impact}): ${v.help}\n${v.nodes.slice(0, 5).map((n) => `    ${n.target.join(' ')}: ${n.failureSummary?.split('\n').slice(1).join(' ').trim()}`).join('\n')}`);

@@ -46,6 +46,34 @@ const FIXTURE: { ago: number; events: Record<string, unknown>[] }[] = [
     ],
   },
 ];
+/**
+ * A second user's events for the breakdowns and web vitals: browsers (from the User-Agent),
+ * referrers, versions and vitals, spread so that each range shows other rows.
+ */
+const BD_USER = 'breakdown-user';
+const UA = {
+  chrome: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+  iphone: 'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1',
+};
+const BD_FIXTURE: { ago: number; ua: string; events: Record<string, unknown>[] }[] = [
+  { ago: 20 * DAY, ua: UA.chrome, events: [
+    { type: 'pageload', sessionId: 'p', route: '/old', deployVersion: '1.0', referrer: 'https://search.example/q?secret=1', data: { duration: 900 } },
+    { type: 'performance', sessionId: 'p', route: '/old', data: { name: 'LCP', value: 5200 } },
+  ] },
+  { ago: 3 * DAY, ua: UA.iphone, events: [
+    { type: 'pageload', sessionId: 'q', route: '/', deployVersion: '2.0', referrer: 'https://news.example', data: { duration: 400 } },
+    { type: 'pageload', sessionId: 'q', route: '/pricing', deployVersion: '2.0', data: { duration: 700 } },
+    { type: 'performance', sessionId: 'q', route: '/', data: { name: 'LCP', value: 3100 } },
+    { type: 'performance', sessionId: 'q', route: '/', data: { name: 'CLS', value: 0.02 } },
+  ] },
+  { ago: HOUR, ua: UA.chrome, events: [
+    { type: 'pageload', sessionId: 'r', route: '/', deployVersion: '2.1', data: { duration: 250 } },
+    { type: 'pageload', sessionId: 's', route: '/', deployVersion: '2.1', referrer: 'https://news.example/story/1', data: { duration: 350 } },
+    { type: 'performance', sessionId: 'r', route: '/', data: { name: 'LCP', value: 1800 } },
+    { type: 'performance', sessionId: 'r', route: '/', data: { name: 'INP', value: 640 } },
+    { type: 'performance', sessionId: 's', route: '/', data: { name: 'TTFB', value: 300 } },
+  ] },
+];
 const countWithin = (ms: number) => FIXTURE.filter((b) => b.ago < ms).reduce((n, b) => n + b.events.length, 0);
 
 if (browserSuiteRuns('Dashboard range tests')) register();
@@ -70,10 +98,17 @@ function register() {
     const started = Date.now();
     const built = app({ store: createMemoryStore(), now: () => at ?? Date.now() });
     send = built.send;
-    for (const batch of FIXTURE) {
+    // Both users' batches oldest first: the clock only moves forward (the rate limiter counts on it).
+    const batches = [
+      ...FIXTURE.map((b) => ({ ...b, user: USER, ua: undefined as string | undefined })),
+      ...BD_FIXTURE.map((b) => ({ ...b, user: BD_USER })),
+    ].sort((a, b) => b.ago - a.ago);
+    for (const batch of batches) {
       at = started - batch.ago;
-      const events = batch.events.map((e) => ({ ...e, userId: USER }));
-      assert.is((await send('POST', '/api/events', { body: { events: [...events, { type: 'click', userId: 'someone-else' }] } })).status, 200);
+      const events: Record<string, unknown>[] = batch.events.map((e) => ({ ...e, userId: batch.user }));
+      if (batch.user === USER) events.push({ type: 'click', userId: 'someone-else' });
+      const headers: Record<string, string> = batch.ua ? { 'user-agent': batch.ua } : {};
+      assert.is((await send('POST', '/api/events', { body: { events }, headers })).status, 200);
     }
     at = null;
     server = await serveHandler(built.handler);
@@ -88,7 +123,7 @@ function register() {
   });
 
   /** A signed-in (development mode) page at `path`, once the dashboard has drawn its numbers. */
-  async function open(path: string, viewport = { width: 1280, height: 900 }): Promise<{ page: Page; statsRequests: string[] }> {
+  async function open(path: string, viewport = { width: 1280, height: 900 }, user = USER): Promise<{ page: Page; statsRequests: string[] }> {
     const ctx = await browser.newContext({ viewport, acceptDownloads: true });
     contexts.push(ctx);
     ctx.setDefaultTimeout(10_000);
@@ -101,7 +136,7 @@ function register() {
       new PerformanceObserver((list) => {
         for (const e of list.getEntries() as (PerformanceEntry & { value: number; hadRecentInput: boolean })[]) if (!e.hadRecentInput) w.__shift += e.value;
       }).observe({ type: 'layout-shift', buffered: true });
-    }, USER);
+    }, user);
     const page = await ctx.newPage();
     page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
     const statsRequests: string[] = [];
@@ -117,8 +152,8 @@ function register() {
   const settled = (page: Page) => page.locator('.grid[aria-busy=false]').waitFor();
   const kpi = async (page: Page, name: string) => (await page.locator(`[data-kpi=${name}]`).textContent()) ?? '';
   const deltaOf = async (page: Page, name: string) => ((await page.locator(`[data-delta=${name}]`).textContent()) ?? '').replace(' compared with the previous period', '');
-  const api = async <T>(path: string): Promise<T> => {
-    const r = await send('GET', path, { headers: { 'x-idp-user-id': USER } });
+  const api = async <T>(path: string, user = USER): Promise<T> => {
+    const r = await send('GET', path, { headers: { 'x-idp-user-id': user } });
     assert.is(r.status, 200, path);
     return (await r.json()) as T;
   };
@@ -284,6 +319,50 @@ function register() {
     assert.is(csvLines.length, 1 + 2, 'the clicks of the last 7 days');
     assert.ok(csvLines.slice(1).every((l) => l.split(',')[2] === 'click'));
     assert.ok(csvLines.some((l) => l.includes('"{""text"":""Buy, \\""now\\""""}"')), 'quotes and commas inside a cell are quoted');
+    noProblems();
+  });
+
+  test('the breakdown tables and the web-vitals panel show what the API answers for the chosen range; a table downloads as CSV', async () => {
+    const { page, statsRequests } = await open('/dashboard', undefined, BD_USER);
+    const rows = (selector: string) => page.locator(selector).evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+    const n = (x: number) => x.toLocaleString('en-US');
+    const tables = [['pages', 'Top pages'], ['referrers', 'Referrers'], ['browsers', 'Browsers'], ['os', 'Operating systems'], ['devices', 'Device types'], ['versions', 'App versions']] as const;
+    const seen = new Set<string>();
+    for (const label of ['24 hours', '7 days', '30 days']) {
+      await choose(page, label);
+      const { url } = await currentStats(statsRequests);
+      const stats = await api<Stats>(url.pathname + url.search, BD_USER);
+      const b = stats.breakdowns!;
+      for (const [key] of tables) {
+        const want = b[key].map((r) => [r.name, n(r.events), n(r.sessions), ...('p75' in r ? [r.p75 === null ? '—' : n(r.p75 as number)] : [])]);
+        assert.equal(await rows(`.panel-bd-${key} tbody tr`), want, `${label}: ${key}`);
+        seen.add(`${key}:${want.length}`);
+      }
+      for (const name of ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'] as const) {
+        const m = stats.vitals!.metrics[name];
+        const tile = page.locator(`.vitals [data-vital=${name}]`);
+        const value = m.p75 === null ? '–' : name === 'CLS' ? m.p75.toFixed(3) : `${n(m.p75)} ms`;
+        assert.is(await tile.locator('.vital-value').textContent(), value, `${label}: ${name} p75`);
+        const [good, poor] = { LCP: [2500, 4000], INP: [200, 500], CLS: [0.1, 0.25], FCP: [1800, 3000], TTFB: [800, 1800] }[name];
+        const rating = m.p75 === null ? 'No data' : m.p75 <= good ? 'Good' : m.p75 > poor ? 'Poor' : 'Needs improvement';
+        assert.is(await tile.locator('.vital-rating').textContent(), rating, `${label}: ${name} rated in words`);
+      }
+      const pages = stats.vitals!.pages.map((p) => p.name);
+      assert.equal((await rows('.panel-vitals tbody tr')).map((r) => r[0]), pages.length ? pages : ['No web vitals in this range.']);
+    }
+    // The ranges showed different rows: 24 hours has one browser, 30 days two.
+    assert.ok(seen.has('browsers:1') && seen.has('browsers:2') && seen.has('referrers:3'), [...seen].join(' '));
+    // The fixture's numbers, checked by hand for 30 days: LCP 5200, 3100 and 1800 → p75 5,200 ms, poor.
+    assert.is(await page.locator('.vitals [data-vital=LCP] .vital-value').textContent(), '5,200 ms');
+    assert.equal(await rows('.panel-bd-referrers tbody tr'), [['direct', '2', '2'], ['https://news.example', '2', '2'], ['https://search.example', '1', '1']],
+      'referrers reduced to their origin; equal counts by name');
+
+    const download = page.waitForEvent('download');
+    await page.locator('[data-csv="top pages"]').click();
+    const file = await download;
+    assert.is(file.suggestedFilename(), 'watchtower-top-pages.csv');
+    const lines = readFileSync((await file.path())!, 'utf8').trimEnd().split('\r\n');
+    assert.equal(lines, ['Page,Views,Sessions,p75 load ms', '/,3,3,400', '/old,1,1,900', '/pricing,1,1,700']);
     noProblems();
   });
 

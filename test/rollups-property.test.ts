@@ -2,7 +2,8 @@
 // random events (fractional, negative and huge durations, times on hour and day boundaries, in or
 // out of receive order), split into random tagged parts of which some are frozen (encoded and
 // decoded), after removing the oldest events, for random ranges (cutting hours and days, both
-// intervals, none) and random `now`s.
+// intervals, none) and random `now`s; with clients, referrers, versions and web vitals, whose
+// breakdowns and vitals summary come with every range.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
@@ -31,7 +32,7 @@ const duration = fc.oneof(
   fc.constantFrom(1e7, 0.5, 1.5, -0.5, 'slow', undefined),
 );
 const rawEvent = fc.record({
-  type: fc.constantFrom('pageload', 'pageload', 'pageload', 'error', 'click', 'feedback', 'custom', 'performance', 'weird'),
+  type: fc.constantFrom('pageload', 'pageload', 'pageload', 'error', 'click', 'feedback', 'custom', 'performance', 'performance', 'performance', 'weird'),
   sessionId: fc.option(fc.constantFrom('a', 'b', 'c', 'd', 'e', 'lone\ud800'), { nil: undefined }),
   deployVersion: fc.option(fc.constantFrom('1.0', '2.0'), { nil: undefined }),
   route: fc.option(fc.constantFrom('/', '/a', '/b/c'), { nil: undefined }),
@@ -41,6 +42,14 @@ const rawEvent = fc.record({
   rating: fc.constantFrom(1, 2, 3, 4, 5, 0, 2.5, '3'),
   at: time,
   tag: fc.integer({ min: 0, max: 2 }),
+  referrer: fc.option(fc.constantFrom('https://a.example', 'https://b.example/path?q=1', 'android-app://x', ''), { nil: undefined }),
+  client: fc.option(fc.record({
+    browser: fc.constantFrom('Chrome', 'Firefox', null),
+    os: fc.constantFrom('Windows', 'iOS', null),
+    device: fc.constantFrom('desktop', 'mobile', null),
+  }), { nil: undefined }),
+  vital: fc.constantFrom('LCP', 'INP', 'CLS', 'FCP', 'TTFB', 'cls', 'FID', undefined),
+  vitalValue: fc.oneof(fc.integer({ min: 0, max: 6000 }), fc.double({ min: -1, max: 5, noNaN: true }), fc.constantFrom(0.1, 0.25, 0.1004, 2500, 2500.5, 'x')),
 });
 // A range's ends: any time, or the receive time of one of the events (give or take 1 ms).
 const end = fc.oneof(time.map((t) => ({ t })), fc.tuple(fc.nat(), fc.constantFrom(-1, 0, 0, 1)).map(([i, d]) => ({ event: i, d })));
@@ -54,13 +63,18 @@ const at = (e: End, times: number[]) => ('t' in e ? e.t : times.length ? times[e
 let n = 0;
 type Raw = typeof rawEvent extends fc.Arbitrary<infer T> ? T : never;
 const toStored = (r: Raw): StoredEvent => {
-  const raw: RawEvent = { type: r.type, sessionId: r.sessionId, deployVersion: r.deployVersion, route: r.route, url: r.url };
-  raw.data = r.type === 'feedback' ? { rating: r.rating } : { duration: r.duration, ttfb: r.ttfb };
-  return normalise(JSON.parse(JSON.stringify(raw)) as RawEvent, { now: r.at, owner: 'u', newId: () => `p${++n}` });
+  const raw: RawEvent = { type: r.type, sessionId: r.sessionId, deployVersion: r.deployVersion, route: r.route, url: r.url, referrer: r.referrer };
+  raw.data = r.type === 'feedback' ? { rating: r.rating }
+    : r.type === 'performance' ? { name: r.vital, value: r.vitalValue }
+    : { duration: r.duration, ttfb: r.ttfb };
+  const e = normalise(JSON.parse(JSON.stringify(raw)) as RawEvent, { now: r.at, owner: 'u', newId: () => `p${++n}` });
+  // As POST /api/events sets it from the User-Agent.
+  if (r.client) e.client = r.client as StoredEvent['client'];
+  return e;
 };
 
 test('stats assembled from rollups and the live window equal computeStats over the raw events', () => {
-  let windowAnswered = 0, rawAnswered = 0;
+  let windowAnswered = 0, rawAnswered = 0, withBreakdowns = 0, withVitals = 0;
   fc.assert(
     fc.property(
       fc.array(rawEvent, { maxLength: 80 }), fc.boolean(), fc.nat(), fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
@@ -97,12 +111,18 @@ test('stats assembled from rollups and the live window equal computeStats over t
         if (live) windowAnswered++;
         else rawAnswered++;
         const recents = live ?? recentsOf(held, now, plan.range);
-        assert.equal(assembleStats({ plan, rollups, edges, recents }), computeStats(held, now, r));
+        const want = computeStats(held, now, r);
+        assert.equal(assembleStats({ plan, rollups, edges, recents }), want);
+        if (want.breakdowns) {
+          withBreakdowns++;
+          if (want.vitals!.pages.length) withVitals++;
+        }
       },
     ),
     { numRuns: RUNS * 2 },
   );
   assert.ok(windowAnswered > RUNS / 4 && rawAnswered > RUNS / 10, `window ${windowAnswered}, raw ${rawAnswered}: both paths run`);
+  assert.ok(withBreakdowns > RUNS / 4 && withVitals > RUNS / 10, `breakdowns ${withBreakdowns}, with vitals ${withVitals}: both compared`);
 });
 
 test('planStats: whole hours from rollups, raw spans only for partial hours at the edges', () => {

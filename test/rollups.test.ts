@@ -2,6 +2,7 @@
 // container with tagged parts and cached day counts, and percentiles over gathered counts.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { DIMENSIONS } from '../lib/breakdowns.ts';
 import { encodePart, FrozenHour } from '../lib/rollup/codec.ts';
 import { RouteDurations } from '../lib/rollup/durations.ts';
 import { HourRollup, type RollupPart, type RollupRow } from '../lib/rollup/hour.ts';
@@ -11,9 +12,13 @@ import { percentile } from '../lib/stats.ts';
 const H = 3_600_000;
 const T0 = Date.parse('2026-05-16T10:00:00.000Z');
 const row = (over: Partial<RollupRow> = {}): RollupRow => ({
-  receivedMs: T0, type: 'click', version: null, session: null, route: null, duration: null, rating: null, ...over,
+  receivedMs: T0, type: 'click', version: null, session: null, route: null, duration: null, rating: null,
+  dims: [null, null, 'unknown', 'unknown', 'unknown', 'unknown'], vital: null, ...over,
 });
-const pageload = (route: string, duration: number, over: Partial<RollupRow> = {}) => row({ type: 'pageload', route, duration, ...over });
+const pageload = (route: string, duration: number, over: Partial<RollupRow> = {}) =>
+  row({ type: 'pageload', route, duration, dims: [route, 'direct', 'Chrome', 'Windows', 'desktop', 'unknown'], ...over });
+const vital = (page: string, metric: number, units: number, session: string | null = null) =>
+  row({ type: 'performance', session, dims: [null, null, 'Firefox', 'Linux', 'desktop', '2.0'], vital: { metric, units, page } });
 
 /** Everything a part says, in plain data, for deep comparison. */
 function contents(part: RollupPart) {
@@ -26,7 +31,27 @@ function contents(part: RollupPart) {
     types: c.types, typeCounts: num(c.typeCounts), versions: c.versions, versionCounts: num(c.versionCounts),
     feedback: num(c.feedback), routes: c.routes, routeCounts: num(c.routeCounts), routeSumMicros: num(c.routeSumMicros),
     routeEnds: num(c.routeEnds), values: num(c.values), valueCounts: num(c.valueCounts),
+    breakdowns: breakdownsOf(part),
+    vitalPages: c.vitalPages, vitalMetrics: num(c.vitalMetrics), vitalEnds: num(c.vitalEnds),
+    vitalValues: num(c.vitalValues), vitalValueCounts: num(c.vitalValueCounts),
   };
+}
+
+/** Per dimension: name → [events, its sessions sorted] (session indices resolved). */
+function breakdownsOf(part: RollupPart) {
+  const c = part.columns();
+  const sessions: string[] = [];
+  part.forEachSession((s) => sessions.push(s));
+  assert.is(c.dimEnds.length, DIMENSIONS.length);
+  return DIMENSIONS.map((_, d) => {
+    const out: Record<string, [number, string[]]> = {};
+    for (let i = d ? c.dimEnds[d - 1] : 0; i < c.dimEnds[d]; i++) {
+      const mine: string[] = [];
+      for (let j = i ? c.dimSessionEnds[i - 1] : 0; j < c.dimSessionEnds[i]; j++) mine.push(sessions[c.dimSessions[j]]);
+      out[c.dimNames[i]] = [c.dimCounts[i], mine.sort()];
+    }
+    return out;
+  });
 }
 
 function sample(): HourRollup {
@@ -39,23 +64,48 @@ function sample(): HourRollup {
   h.add(pageload('/a', 70_000.25));
   h.add(pageload('/a', -3));
   h.add(pageload('/b', 1e300));
+  h.add(pageload('/a', 80, { session: 's2', dims: ['/a', 'https://x.example', 'Safari', 'iOS', 'mobile', '1.0'] }));
+  h.add(vital('/a', 0, 2600, 's1'));
+  h.add(vital('/a', 0, 2600, 's2'));
+  h.add(vital('/a', 2, 120));
+  h.add(vital('/', 0, 900, 's3'));
   return h;
 }
 
+test('an hour counts breakdown names with their sessions, and vital values per page and metric', () => {
+  const c = contents(sample());
+  const [pages, referrers, browsers, os, devices, versions] = c.breakdowns;
+  assert.equal(pages, { '/a': [5, ['s2', 's3']], '/b': [1, []] });
+  assert.equal(referrers, { direct: [5, ['s3']], 'https://x.example': [1, ['s2']] });
+  assert.equal(browsers, { unknown: [3, ['s1', 's2']], Chrome: [5, ['s3']], Safari: [1, ['s2']], Firefox: [4, ['s1', 's2', 's3']] });
+  assert.equal([Object.keys(os), Object.keys(devices)], [['Linux', 'Windows', 'iOS', 'unknown'], ['desktop', 'mobile', 'unknown']]);
+  assert.equal(versions, { '1.0': [1, ['s2']], '2.0': [4, ['s1', 's2', 's3']], unknown: [8, ['s1', 's2', 's3']] });
+  assert.equal([c.vitalPages, c.vitalMetrics, c.vitalEnds], [['/', '/a', '/a'], [0, 0, 2], [1, 2, 3]]);
+  assert.equal([c.vitalValues, c.vitalValueCounts], [[900, 2600, 120], [1, 2, 1]]);
+});
+
+test('a part encoded before breakdowns (WTR1) reads as one without them', () => {
+  const old = 'V1RSMQAAAAAAAAAAIBceQQAAAAAAAABAAgAAAAEAAAAFAAAAAQAAAAEAAAABAAAAAQAAAAEAAAAEAAAAFgAAAAIAAAAEAAAAAAAAAAIEAAAAAAAAAAAAAAEBAAAAAAAAAQAAAAAAAAAAAAAAAAAAAAEAAAAAAAAAAQAAAAAAAAAAAAAAAEz9QHgAAAAAAAAAAQAAAAAAAAAFCAcCAAAAAGVycm9ycGFnZWxvYWR1bmtub3duL2EAAAICAAAAAAAAczFzMgAAAAA=';
+  const part = FrozenHour.decode(Uint8Array.from(atob(old), (ch) => ch.charCodeAt(0)));
+  const c = contents(part);
+  assert.equal([c.hour, c.total, c.types, c.versions, c.routes, c.values, c.sessions], [493_000, 2, ['error', 'pageload'], ['unknown'], ['/a'], [120], ['s1', 's2']]);
+  assert.equal([c.breakdowns, c.vitalPages, c.vitalValues], [DIMENSIONS.map(() => ({})), [], []]);
+});
+
 test('an hour counts types, versions, sessions, ratings and per route whole-ms durations and µs sums', () => {
   const c = contents(sample());
-  assert.is(c.total, 8);
-  assert.equal(c.types, ['error', 'feedback', 'pageload']);
-  assert.equal(c.typeCounts, [2, 1, 5]);
+  assert.is(c.total, 13);
+  assert.equal(c.types, ['error', 'feedback', 'pageload', 'performance']);
+  assert.equal(c.typeCounts, [2, 1, 6, 4]);
   assert.equal(c.versions, ['1.0', 'unknown']);
   assert.equal(c.sessions, ['s1', 's2', 's3']);
   assert.equal(c.feedback, [0, 0, 0, 0, 1]);
   assert.equal(c.routes, ['/a', '/b']);
-  assert.equal(c.routeCounts, [4, 1]);
-  assert.equal(c.routeSumMicros, [120_400 + 119_600 + 70_000_250 - 3000, Number.MAX_SAFE_INTEGER]);
-  assert.equal(c.values, [-3, 120, 70_000, 1e300], '120.4 and 119.6 are both 120 ms');
-  assert.equal(c.valueCounts, [1, 2, 1, 1]);
-  assert.equal(c.routeEnds, [3, 4]);
+  assert.equal(c.routeCounts, [5, 1]);
+  assert.equal(c.routeSumMicros, [120_400 + 119_600 + 70_000_250 - 3000 + 80_000, Number.MAX_SAFE_INTEGER]);
+  assert.equal(c.values, [-3, 80, 120, 70_000, 1e300], '120.4 and 119.6 are both 120 ms');
+  assert.equal(c.valueCounts, [1, 1, 2, 1, 1]);
+  assert.equal(c.routeEnds, [4, 5]);
 });
 
 test('an hour refuses an event of another hour', () => {

@@ -3,13 +3,17 @@
 // at a range's edges) with HourRollup.fromRows, takes Recents from its LiveWindow (or, when that
 // answers null, from raw events), and calls assembleStats. The result equals computeStats over the
 // same events; the property tests check that.
+import {
+  allMetrics, DIMENSIONS, topRows, vitalRating, vitalSummary, VITAL_NAMES,
+  type BreakdownRow, type PageRow, type VitalsPage, type VitalSummary,
+} from '../breakdowns.ts';
 import type { Recents } from '../live-window.ts';
 import {
   averageMs, breakdownCounts, dayIndex, DAY_MS, HOUR_MS, resolveRange, round2, roundMs, seriesLabels, SERIES_DAYS,
   type LatencySummary, type ResolvedRange, type Stats, type StatsRange,
 } from '../stats.ts';
 import { RouteDurations } from './durations.ts';
-import type { RollupPart } from './hour.ts';
+import type { PartColumns, RollupPart } from './hour.ts';
 import type { RollupSource } from './user.ts';
 
 export interface StatsPlan {
@@ -48,12 +52,21 @@ export interface StatsInput {
   edges: readonly RollupPart[];
   /** From LiveWindow.recents, or from raw events (recentsOf) when the window answers null. */
   recents: Recents;
+  /**
+   * false: the rollups carry no breakdowns or vitals, so the answer leaves them out even with a
+   * range (the PostgreSQL store's counters do not keep them yet; docs/api.md#breakdowns).
+   */
+  breakdowns?: boolean;
 }
 
 interface RouteTotals { count: number; sumMicros: number; durations: RouteDurations }
+/** One vital (of a page, or of all): its value counts, how many, and how many rate good / NI / poor. */
+interface VitalTotals { count: number; ratings: number[]; values: RouteDurations }
+const vitalTotals = (): VitalTotals => ({ count: 0, ratings: [0, 0, 0], values: new RouteDurations() });
 
-export function assembleStats({ plan, rollups, edges, recents }: StatsInput): Stats {
+export function assembleStats({ plan, rollups, edges, recents, breakdowns = true }: StatsInput): Stats {
   const { now, range: r } = plan;
+  const withBreakdowns = r !== null && breakdowns;
   const [h0, h1] = plan.fullHours;
   const byType = new Map<string, number>();
   const byVersion = new Map<string, number>();
@@ -66,9 +79,48 @@ export function assembleStats({ plan, rollups, edges, recents }: StatsInput): St
     ? (hour: number) => Math.floor((hour * HOUR_MS) / r.bucketMs) - r.firstBucket
     : (hour: number) => dayIndex(hour * HOUR_MS, now);
   let total = 0;
+  // Breakdowns and vitals, with a range only: per dimension, name → events and distinct sessions.
+  const dims = DIMENSIONS.map(() => new Map<string, { events: number; sessions: Set<string> }>());
+  const vitals = VITAL_NAMES.map(vitalTotals);
+  const vitalPages = new Map<string, { events: number; metrics: (VitalTotals | undefined)[] }>();
+
+  const addBreakdowns = (part: RollupPart, c: PartColumns) => {
+    let sessions: string[] | null = null;
+    if (c.dimSessions.length) {
+      sessions = [];
+      part.forEachSession((s) => sessions!.push(s));
+    }
+    for (let d = 0, i = 0; d < DIMENSIONS.length; d++) {
+      const names = dims[d];
+      for (; i < c.dimEnds[d]; i++) {
+        let row = names.get(c.dimNames[i]);
+        if (!row) names.set(c.dimNames[i], (row = { events: 0, sessions: new Set() }));
+        row.events += c.dimCounts[i];
+        for (let j = i ? c.dimSessionEnds[i - 1] : 0; j < c.dimSessionEnds[i]; j++) row.sessions.add(sessions![c.dimSessions[j]]);
+      }
+    }
+    for (let i = 0; i < c.vitalPages.length; i++) {
+      const m = c.vitalMetrics[i];
+      let page = vitalPages.get(c.vitalPages[i]);
+      if (!page) vitalPages.set(c.vitalPages[i], (page = { events: 0, metrics: [] }));
+      const ofPage = (page.metrics[m] ??= vitalTotals()), all = vitals[m];
+      const start = i ? c.vitalEnds[i - 1] : 0, end = c.vitalEnds[i];
+      ofPage.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
+      all.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
+      for (let j = start; j < end; j++) {
+        const n = c.vitalValueCounts[j], rating = vitalRating(m, c.vitalValues[j]);
+        page.events += n;
+        ofPage.count += n;
+        ofPage.ratings[rating] += n;
+        all.count += n;
+        all.ratings[rating] += n;
+      }
+    }
+  };
 
   const add = (part: RollupPart) => {
     const c = part.columns();
+    if (withBreakdowns) addBreakdowns(part, c);
     total += part.total;
     const b = bucketOf(part.hour);
     if (b >= 0 && b < buckets) bucketEvents[b] += part.total;
@@ -87,9 +139,11 @@ export function assembleStats({ plan, rollups, edges, recents }: StatsInput): St
   edges.forEach(add);
 
   const latencyByRoute: Record<string, LatencySummary> = {};
+  const routeP75 = new Map<string, number>();
   let latencyMicros = 0, latencyCount = 0;
   for (const [key, route] of routes) {
-    const [p50, p95] = route.durations.nearestRanks(route.count, [50, 95]);
+    const [p50, p75, p95] = route.durations.nearestRanks(route.count, [50, 75, 95]);
+    routeP75.set(key, roundMs(p75));
     latencyByRoute[key] = {
       count: route.count,
       p50: roundMs(p50),
@@ -105,7 +159,7 @@ export function assembleStats({ plan, rollups, edges, recents }: StatsInput): St
   const feedbackTotal = feedback[0] + feedback[1] + feedback[2] + feedback[3] + feedback[4];
   const feedbackSum = feedback[0] + 2 * feedback[1] + 3 * feedback[2] + 4 * feedback[3] + 5 * feedback[4];
   const labels = seriesLabels(r);
-  return {
+  const stats: Stats = {
     activeUsers: recents.activeUsers,
     totalEvents: total,
     totalErrors: n('error'),
@@ -125,6 +179,23 @@ export function assembleStats({ plan, rollups, edges, recents }: StatsInput): St
       activitySeries: { labels: [...labels], values: bucketEvents },
     },
   };
+  if (!withBreakdowns) return stats;
+  const rows = (d: number): BreakdownRow[] =>
+    topRows([...dims[d]].map(([name, row]) => ({ name, events: row.events, sessions: row.sessions.size })));
+  const pages: PageRow[] = rows(0).map((row) => ({ ...row, p75: routeP75.get(row.name) ?? null }));
+  stats.breakdowns = { pages, referrers: rows(1), browsers: rows(2), os: rows(3), devices: rows(4), versions: rows(5) };
+  const summary = (m: number, t: VitalTotals | undefined): VitalSummary | undefined =>
+    t && t.count ? vitalSummary(m, t.count, t.values.nearestRanks(t.count, [75])[0], t.ratings) : undefined;
+  const vitalsPages: VitalsPage[] = topRows([...vitalPages].map(([name, page]) => {
+    const metrics: VitalsPage['metrics'] = {};
+    VITAL_NAMES.forEach((metric, m) => {
+      const s = summary(m, page.metrics[m]);
+      if (s) metrics[metric] = s;
+    });
+    return { name, events: page.events, metrics };
+  }));
+  stats.vitals = { metrics: allMetrics((m) => summary(m, vitals[m])), pages: vitalsPages };
+  return stats;
 }
 
 /** Distinct sessions per bucket: cached day counts where a bucket is a whole day of rollups. */

@@ -4,25 +4,35 @@
 // sessions needs them. Decoding is a header read and a few views, not a parse of numbers.
 //
 // Layout (little-endian; every column starts at a multiple of 8 so that it can be viewed in place):
-//   u32 magic "WTR1", u32 flags (bit 0: names are UTF-16, bit 1: sessions are UTF-16, else UTF-8;
+//   u32 magic "WTR2", u32 flags (bit 0: names are UTF-16, bit 1: sessions are UTF-16, else UTF-8;
 //   bit 2: sessions are UUIDs, 16 bytes each, without lengths)
 //   f64 hour, f64 total
-//   u32 × 12: the length of each column below; u8 × 12: the element kind of each; padding to 8
+//   u32 × 21: the length of each column below; u8 × 21: the element kind of each; padding to 8
 //   columns: typeCounts, versionCounts, feedback (5), routeCounts, routeEnds, routeSumMicros,
-//            values, valueCounts, nameLengths (types, versions, routes), names, sessionLengths, sessions
+//            values, valueCounts, nameLengths (types, versions, routes, dimNames, vitalPages),
+//            names, sessionLengths, sessions, dimEnds (6), dimCounts, dimSessionEnds, dimSessions,
+//            vitalMetrics, vitalEnds, vitalValues, vitalValueCounts
+// "WTR1" parts (before breakdowns) have the first 12 columns only, and read as without breakdowns.
 // Numbers take the smallest kind that holds them (u8/u16/u32/i32/f64), so a typical hour's
 // durations cost 3 bytes each. Strings are UTF-8 unless they hold a lone surrogate, which UTF-8
 // cannot carry; then UTF-16. Lengths are in UTF-16 code units, which is how the text is split.
 // Session ids are most of a part's bytes, and the SDK's are UUIDs: when every session of a part is
 // a lowercase canonical UUID, each is kept as its 16 bytes (not 36 characters).
-import type { PartColumns, RollupPart } from './hour.ts';
+import { DIMENSIONS } from '../breakdowns.ts';
+import { NO_BREAKDOWNS, type PartColumns, type RollupPart } from './hour.ts';
 
-const MAGIC = 0x31525457; // "WTR1"
-const COLUMNS = 12;
+const MAGIC = 0x32525457; // "WTR2"
+const MAGIC_1 = 0x31525457; // "WTR1"
+const COLUMNS = 21;
+const COLUMNS_1 = 12;
 const LENGTHS_AT = 24;
-const KINDS_AT = LENGTHS_AT + 4 * COLUMNS;
-const FIRST_COLUMN = (KINDS_AT + COLUMNS + 7) & ~7;
-const [TYPES, VERSIONS, , ROUTES, , , VALUES, , NAME_LENGTHS, NAMES, SESSION_LENGTHS, SESSIONS] =
+const layout = (columns: number) => {
+  const kindsAt = LENGTHS_AT + 4 * columns;
+  return { columns, kindsAt, firstColumn: (kindsAt + columns + 7) & ~7 };
+};
+const LAYOUT = layout(COLUMNS), LAYOUT_1 = layout(COLUMNS_1);
+const [TYPES, VERSIONS, , ROUTES, , , VALUES, , NAME_LENGTHS, NAMES, SESSION_LENGTHS, SESSIONS,
+  DIM_ENDS, DIM_COUNTS, DIM_SESSION_ENDS, DIM_SESSIONS, VITAL_METRICS, VITAL_ENDS, VITAL_VALUES, VITAL_VALUE_COUNTS] =
   Array.from({ length: COLUMNS }, (_, i) => i);
 
 type Kind = 0 | 1 | 2 | 3 | 4;
@@ -121,7 +131,7 @@ export function encodePart(part: RollupPart): Uint8Array {
   const c = part.columns();
   const sessions: string[] = [];
   part.forEachSession((s) => sessions.push(s));
-  const names = encodeText([...c.types, ...c.versions, ...c.routes]);
+  const names = encodeText([...c.types, ...c.versions, ...c.routes, ...c.dimNames, ...c.vitalPages]);
   const uuids = packUuids(sessions);
   const text = uuids ? { utf16: false, lengths: [], bytes: uuids } : encodeText(sessions);
   const columns: [ArrayLike<number>, Kind][] = [
@@ -137,8 +147,17 @@ export function encodePart(part: RollupPart): Uint8Array {
     [names.bytes, names.utf16 ? U16 : U8],
     [text.lengths, kindOf(text.lengths)],
     [text.bytes, text.utf16 ? U16 : U8],
+    [c.dimEnds, U32],
+    [c.dimCounts, kindOf(c.dimCounts)],
+    [c.dimSessionEnds, U32],
+    [c.dimSessions, kindOf(c.dimSessions)],
+    [c.vitalMetrics, U8],
+    [c.vitalEnds, U32],
+    [c.vitalValues, kindOf(c.vitalValues)],
+    [c.vitalValueCounts, kindOf(c.vitalValueCounts)],
   ];
-  let size = FIRST_COLUMN;
+  const { kindsAt, firstColumn } = LAYOUT;
+  let size = firstColumn;
   for (const [xs, kind] of columns) size = align8(size) + xs.length * ARRAYS[kind].BYTES_PER_ELEMENT;
   const buffer = new ArrayBuffer(align8(size));
   const head = new DataView(buffer);
@@ -146,10 +165,10 @@ export function encodePart(part: RollupPart): Uint8Array {
   head.setUint32(4, (names.utf16 ? 1 : 0) | (text.utf16 ? 2 : 0) | (uuids ? 4 : 0), true);
   head.setFloat64(8, part.hour, true);
   head.setFloat64(16, part.total, true);
-  let at = FIRST_COLUMN;
+  let at = firstColumn;
   columns.forEach(([xs, kind], i) => {
     head.setUint32(LENGTHS_AT + 4 * i, xs.length, true);
-    head.setUint8(KINDS_AT + i, kind);
+    head.setUint8(kindsAt + i, kind);
     at = align8(at);
     new ARRAYS[kind](buffer, at, xs.length).set(xs);
     at += xs.length * ARRAYS[kind].BYTES_PER_ELEMENT;
@@ -181,16 +200,19 @@ export class FrozenHour implements RollupPart {
   private constructor(private readonly bytes: Uint8Array) {
     const buffer = bytes.buffer as ArrayBuffer;
     const bad = (why: string) => new RangeError(`not a rollup part: ${why}`);
-    if (bytes.byteLength < FIRST_COLUMN) throw bad('too short');
+    if (bytes.byteLength < LAYOUT_1.firstColumn) throw bad('too short');
     const head = new DataView(buffer);
-    if (head.getUint32(0, true) !== MAGIC) throw bad('bad magic');
+    const magic = head.getUint32(0, true);
+    if (magic !== MAGIC && magic !== MAGIC_1) throw bad('bad magic');
+    const { columns, kindsAt, firstColumn } = magic === MAGIC ? LAYOUT : LAYOUT_1;
+    if (bytes.byteLength < firstColumn) throw bad('too short');
     const flags = head.getUint32(4, true);
     this.hour = head.getFloat64(8, true);
     this.total = head.getFloat64(16, true);
     const views: View[] = [];
-    let at = FIRST_COLUMN;
-    for (let i = 0; i < COLUMNS; i++) {
-      const kind = ARRAYS[head.getUint8(KINDS_AT + i)];
+    let at = firstColumn;
+    for (let i = 0; i < columns; i++) {
+      const kind = ARRAYS[head.getUint8(kindsAt + i)];
       if (!kind) throw bad('bad column kind');
       const n = head.getUint32(LENGTHS_AT + 4 * i, true);
       at = align8(at);
@@ -204,19 +226,46 @@ export class FrozenHour implements RollupPart {
       throw bad('columns do not match');
     }
     const names = splitText(decodeText(views[NAMES], (flags & 1) !== 0), views[NAME_LENGTHS]).map(shared);
-    if (names.length !== nTypes + nVersions + nRoutes) throw bad('names do not match');
+    let breakdowns: Pick<PartColumns, keyof typeof NO_BREAKDOWNS> = NO_BREAKDOWNS;
+    let nDims = 0, nVitals = 0;
+    if (columns === COLUMNS) {
+      const dimEnds = views[DIM_ENDS];
+      nDims = dimEnds.length ? dimEnds[dimEnds.length - 1] : 0;
+      nVitals = views[VITAL_METRICS].length;
+      const dimSessionEnds = views[DIM_SESSION_ENDS], vitalEnds = views[VITAL_ENDS];
+      if (dimEnds.length !== DIMENSIONS.length || views[DIM_COUNTS].length !== nDims || dimSessionEnds.length !== nDims ||
+        (nDims ? dimSessionEnds[nDims - 1] : 0) !== views[DIM_SESSIONS].length || vitalEnds.length !== nVitals ||
+        (nVitals ? vitalEnds[nVitals - 1] : 0) !== views[VITAL_VALUES].length || views[VITAL_VALUE_COUNTS].length !== views[VITAL_VALUES].length) {
+        throw bad('breakdown columns do not match');
+      }
+      const at = nTypes + nVersions + nRoutes;
+      breakdowns = {
+        dimNames: names.slice(at, at + nDims),
+        dimEnds,
+        dimCounts: views[DIM_COUNTS],
+        dimSessionEnds,
+        dimSessions: views[DIM_SESSIONS],
+        vitalPages: names.slice(at + nDims),
+        vitalMetrics: views[VITAL_METRICS],
+        vitalEnds,
+        vitalValues: views[VITAL_VALUES],
+        vitalValueCounts: views[VITAL_VALUE_COUNTS],
+      };
+    }
+    if (names.length !== nTypes + nVersions + nRoutes + nDims + nVitals) throw bad('names do not match');
     this.cols = {
       types: names.slice(0, nTypes),
       typeCounts: views[TYPES],
       versions: names.slice(nTypes, nTypes + nVersions),
       versionCounts: views[VERSIONS],
       feedback: views[2],
-      routes: names.slice(nTypes + nVersions),
+      routes: names.slice(nTypes + nVersions, nTypes + nVersions + nRoutes),
       routeCounts: views[ROUTES],
       routeEnds: views[4],
       routeSumMicros: views[5],
       values: views[VALUES],
       valueCounts: views[7],
+      ...breakdowns,
     };
     this.sessionLengths = views[SESSION_LENGTHS];
     this.sessionText = views[SESSIONS];

@@ -6,7 +6,7 @@
 // hour, and per session and day) and counts what each insert newly added to them.
 // CounterRollups is the read side: the counters a store summed for a stats request, offered to
 // assembleStats as a RollupSource.
-import type { PartColumns, RollupPart, RollupRow } from './hour.ts';
+import { type PartColumns, type RollupPart, type RollupRow } from './hour.ts';
 import { micros, roundMs, UNKNOWN } from '../stats.ts';
 import type { RollupSource } from './user.ts';
 
@@ -17,6 +17,15 @@ import type { RollupSource } from './user.ts';
  * at that hour (key "").
  */
 export const TYPE = 't', VERSION = 'v', RATING = 'f', ROUTE = 'd', HOUR_SESSIONS = 's', DAY_SESSIONS = 'S';
+/**
+ * Breakdown counters, one kind per dimension (DIMENSIONS order), key the name: events with it.
+ * Their sessions are kept as sets (watchtower_breakdown_sessions), not counted.
+ */
+export const DIM_KINDS = ['P', 'R', 'B', 'O', 'D', 'V'] as const;
+/** Vital counters, one kind per metric (VITAL_NAMES order), key the page, `ms` the value in units. */
+export const VITAL_KINDS = ['0', '1', '2', '3', '4'] as const;
+const DIM_OF = new Map<string, number>(DIM_KINDS.map((k, d) => [k, d]));
+const VITAL_OF = new Map<string, number>(VITAL_KINDS.map((k, m) => [k, m]));
 
 export interface Counter { kind: string; key: string; ms: number; n: number; micros: number }
 
@@ -28,19 +37,26 @@ export function eventCounters(row: RollupRow): Omit<Counter, 'n'>[] {
   if (row.route !== null && row.duration !== null) {
     out.push({ kind: ROUTE, key: row.route, ms: roundMs(row.duration), micros: micros(row.duration) });
   }
+  row.dims.forEach((name, d) => {
+    if (name !== null) out.push({ kind: DIM_KINDS[d], key: name, ms: 0, micros: 0 });
+  });
+  if (row.vital) out.push({ kind: VITAL_KINDS[row.vital.metric], key: row.vital.page, ms: row.vital.units, micros: 0 });
   return out;
 }
 
 /**
  * A part built from summed counters: `total` and `types` of one series bucket (its hour is any
- * hour of the bucket), or the versions, ratings and routes of a whole range with total 0. A part
- * of counters has no sessions: CounterRollups answers those from the session counters.
+ * hour of the bucket), or the versions, ratings, routes, breakdown counts and vitals of a whole
+ * range with total 0. A part of counters has no sessions: CounterRollups answers those from the
+ * session counters, and `breakdownSessionsPart` carries the sessions of breakdown names.
  */
 export function counterPart(hour: number, counters: readonly Counter[]): RollupPart {
   const types: string[] = [], typeCounts: number[] = [];
   const versions: string[] = [], versionCounts: number[] = [];
   const feedback = [0, 0, 0, 0, 0];
   const byRoute = new Map<string, { count: number; sumMicros: number; values: [number, number][] }>();
+  const dims = DIM_KINDS.map(() => new Map<string, number>());
+  const vitals = new Map<string, Map<number, [number, number][]>>();
   let total = 0;
   for (const c of counters) {
     if (c.kind === TYPE) {
@@ -57,27 +73,100 @@ export function counterPart(hour: number, counters: readonly Counter[]): RollupP
       r.count += c.n;
       r.sumMicros += c.micros;
       r.values.push([c.ms, c.n]);
+    } else if (DIM_OF.has(c.kind)) {
+      const names = dims[DIM_OF.get(c.kind)!];
+      names.set(c.key, (names.get(c.key) ?? 0) + c.n);
+    } else if (VITAL_OF.has(c.kind)) {
+      let metrics = vitals.get(c.key);
+      if (!metrics) vitals.set(c.key, (metrics = new Map()));
+      const m = VITAL_OF.get(c.kind)!;
+      let values = metrics.get(m);
+      if (!values) metrics.set(m, (values = []));
+      values.push([c.ms, c.n]);
     }
   }
   const routes = [...byRoute.keys()].sort();
-  const routeEnds = new Uint32Array(routes.length);
-  const values: number[] = [], valueCounts: number[] = [];
-  routes.forEach((route, i) => {
-    const merged = new Map<number, number>();
-    for (const [ms, n] of byRoute.get(route)!.values) merged.set(ms, (merged.get(ms) ?? 0) + n);
-    for (const [ms, n] of [...merged].sort((a, b) => a[0] - b[0])) {
-      values.push(ms);
-      valueCounts.push(n);
+  const route = valueLists(routes.map((r) => byRoute.get(r)!.values));
+  const dimNames: string[] = [], dimCounts: number[] = [];
+  const dimEnds = new Uint32Array(DIM_KINDS.length);
+  dims.forEach((names, d) => {
+    for (const name of [...names.keys()].sort()) {
+      dimNames.push(name);
+      dimCounts.push(names.get(name)!);
     }
-    routeEnds[i] = values.length;
+    dimEnds[d] = dimNames.length;
   });
+  const vitalPages: string[] = [], vitalMetrics: number[] = [], vitalLists: [number, number][][] = [];
+  for (const page of [...vitals.keys()].sort()) {
+    const metrics = vitals.get(page)!;
+    for (const m of [...metrics.keys()].sort((a, b) => a - b)) {
+      vitalPages.push(page);
+      vitalMetrics.push(m);
+      vitalLists.push(metrics.get(m)!);
+    }
+  }
+  const vital = valueLists(vitalLists);
   const columns: PartColumns = {
     types, typeCounts, versions, versionCounts, feedback, routes,
     routeCounts: routes.map((r) => byRoute.get(r)!.count),
     routeSumMicros: routes.map((r) => byRoute.get(r)!.sumMicros),
-    routeEnds, values, valueCounts,
+    routeEnds: route.ends, values: route.values, valueCounts: route.counts,
+    dimNames, dimEnds, dimCounts, dimSessionEnds: new Uint32Array(dimNames.length), dimSessions: [],
+    vitalPages, vitalMetrics, vitalEnds: vital.ends, vitalValues: vital.values, vitalValueCounts: vital.counts,
   };
   return { hour, total, sessionCount: 0, forEachSession: () => {}, columns: () => columns };
+}
+
+/** Flat columns of (value, count) lists: each list's values merged and ascending, and its end. */
+function valueLists(lists: readonly [number, number][][]) {
+  const ends = new Uint32Array(lists.length);
+  const values: number[] = [], counts: number[] = [];
+  lists.forEach((list, i) => {
+    const merged = new Map<number, number>();
+    for (const [v, n] of list) merged.set(v, (merged.get(v) ?? 0) + n);
+    for (const [v, n] of [...merged].sort((a, b) => a[0] - b[0])) {
+      values.push(v);
+      counts.push(n);
+    }
+    ends[i] = values.length;
+  });
+  return { ends, values, counts };
+}
+
+/**
+ * A part carrying only the sessions of breakdown names over a range (no events: the counts come
+ * with the counter parts): `rows` are (dimension kind, name, its distinct sessions).
+ */
+export function breakdownSessionsPart(hour: number, rows: readonly [string, string, readonly string[]][]): RollupPart {
+  const sessions: string[] = [];
+  const index = new Map<string, number>();
+  const byDim = DIM_KINDS.map(() => [] as [string, readonly string[]][]);
+  for (const [kind, name, list] of rows) {
+    const d = DIM_OF.get(kind);
+    if (d !== undefined) byDim[d].push([name, list]);
+  }
+  const dimNames: string[] = [], dimSessionEnds: number[] = [], dimSessions: number[] = [];
+  const dimEnds = new Uint32Array(DIM_KINDS.length);
+  byDim.forEach((names, d) => {
+    for (const [name, list] of names.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) {
+      dimNames.push(name);
+      for (const s of list) {
+        let i = index.get(s);
+        if (i === undefined) {
+          index.set(s, (i = sessions.length));
+          sessions.push(s);
+        }
+        dimSessions.push(i);
+      }
+      dimSessionEnds.push(dimSessions.length);
+    }
+    dimEnds[d] = dimNames.length;
+  });
+  const columns: PartColumns = {
+    ...counterPart(hour, []).columns(),
+    dimNames, dimEnds, dimCounts: new Uint32Array(dimNames.length), dimSessionEnds, dimSessions,
+  };
+  return { hour, total: 0, sessionCount: sessions.length, forEachSession: (fn) => sessions.forEach((s) => fn(s)), columns: () => columns };
 }
 
 /**

@@ -9,15 +9,24 @@ const DENSE = 1 << 16;
 // Shared scratch, zero between calls: nearestRanks never yields, so no two calls interleave.
 const scratch = new Float64Array(DENSE);
 
-/** The duration counts of one route, gathered from parts before the percentiles are read. */
+/** Value counts (ascending whole values, and their counts) from `start` to `end` of two columns. */
+interface Slice { values: ArrayLike<number>; counts: ArrayLike<number>; start: number; end: number }
+
+/**
+ * The duration counts of one route (or the values of one vital), gathered from parts before the
+ * percentiles are read.
+ */
 export class RouteDurations {
-  private readonly parts: PartColumns[] = [];
-  private readonly index: number[] = [];
+  private readonly slices: Slice[] = [];
 
   /** Adds route `i` of a part's columns. */
-  add(columns: PartColumns, i: number): void {
-    this.parts.push(columns);
-    this.index.push(i);
+  add(c: PartColumns, i: number): void {
+    this.addValues(c.values, c.valueCounts, i ? c.routeEnds[i - 1] : 0, c.routeEnds[i]);
+  }
+
+  /** Adds the values (ascending whole numbers) and counts of [start, end). */
+  addValues(values: ArrayLike<number>, counts: ArrayLike<number>, start: number, end: number): void {
+    if (start < end) this.slices.push({ values, counts, start, end });
   }
 
   /**
@@ -32,11 +41,7 @@ export class RouteDurations {
     const ranks = ps.map((p) => Math.min(n, Math.max(1, Math.ceil((p / 100) * n))));
     let lo = DENSE, hi = -1;
     const sparse = new Map<number, number>();
-    for (let k = 0; k < this.parts.length; k++) {
-      const { values, valueCounts, routeEnds } = this.parts[k];
-      const i = this.index[k];
-      const start = i ? routeEnds[i - 1] : 0, end = routeEnds[i];
-      if (start === end) continue;
+    for (const { values, counts: valueCounts, start, end } of this.slices) {
       // A route's values are ascending whole ms: when the first and last fit the scratch array,
       // all do, and the loop is a bare add (most hours of most routes).
       if (values[start] >= 0 && values[end - 1] < DENSE) {

@@ -1,9 +1,12 @@
 // One user's events of one UTC hour, reduced to what the statistics need (README "Statistics"):
 // counts by type, errors by version, the distinct sessions, feedback ratings, and per route the
-// pageload count, the summed durations in µs and the exact count of each duration at 1 ms.
+// pageload count, the summed durations in µs and the exact count of each duration at 1 ms; per
+// breakdown name (lib/breakdowns.ts) its events and sessions; per page and vital the exact count
+// of each value.
 // HourRollup is the mutable form that takes events one by one (and gives them back: the memory
 // store evicts); FrozenHour (codec.ts) is the compact, immutable form a sealed hour is kept in.
 // Both offer the same read side, RollupPart, which is all that assembleStats reads.
+import { DIMENSIONS, dimensionNames, vitalOf } from '../breakdowns.ts';
 import type { StoredEvent } from '../event.ts';
 import { feedbackRating, HOUR_MS, micros, pageloadDuration, roundMs, routeKey, UNKNOWN } from '../stats.ts';
 
@@ -19,6 +22,10 @@ export interface RollupRow {
   duration: number | null;
   /** A valid feedback rating 1–5, else null. */
   rating: number | null;
+  /** The event's name in each breakdown (DIMENSIONS order, dimensionNames), null where it does not count. */
+  dims: readonly (string | null)[];
+  /** The web vital of a performance event (vitalOf), else null. */
+  vital: { metric: number; units: number; page: string } | null;
 }
 
 /** The rollup row of a stored event (`receivedMs` when the caller already parsed receivedAt). */
@@ -32,6 +39,8 @@ export function rollupRow(e: StoredEvent, receivedMs = Date.parse(e.receivedAt))
     route: duration === null ? null : routeKey(e),
     duration,
     rating: feedbackRating(e),
+    dims: dimensionNames(e),
+    vital: vitalOf(e),
   };
 }
 
@@ -56,7 +65,34 @@ export interface PartColumns {
   routeEnds: ArrayLike<number>;
   values: ArrayLike<number>;
   valueCounts: ArrayLike<number>;
+  /**
+   * Breakdown names of every dimension, one after the other: dimension d's are `dimNames` from
+   * `dimEnds[d - 1]` (0 for the first) to `dimEnds[d]`, ascending. Name i has `dimCounts[i]`
+   * events and the sessions `dimSessions` from `dimSessionEnds[i - 1]` to `dimSessionEnds[i]`,
+   * as indices into the part's sessions in the order forEachSession gives them.
+   */
+  dimNames: readonly string[];
+  dimEnds: ArrayLike<number>;
+  dimCounts: ArrayLike<number>;
+  dimSessionEnds: ArrayLike<number>;
+  dimSessions: ArrayLike<number>;
+  /**
+   * Vital values per (page, metric), sorted by page then metric (index into VITAL_NAMES); entry
+   * i's values (in the metric's units, ascending) and counts are `vitalValues`/`vitalValueCounts`
+   * from `vitalEnds[i - 1]` to `vitalEnds[i]`.
+   */
+  vitalPages: readonly string[];
+  vitalMetrics: ArrayLike<number>;
+  vitalEnds: ArrayLike<number>;
+  vitalValues: ArrayLike<number>;
+  vitalValueCounts: ArrayLike<number>;
 }
+
+/** Columns of a part without breakdowns or vitals (parts encoded before they existed). */
+export const NO_BREAKDOWNS = {
+  dimNames: [], dimEnds: new Uint32Array(DIMENSIONS.length), dimCounts: [], dimSessionEnds: [], dimSessions: [],
+  vitalPages: [], vitalMetrics: [], vitalEnds: [], vitalValues: [], vitalValueCounts: [],
+} as const satisfies Partial<PartColumns>;
 
 /** The read side shared by the mutable and the frozen form of an hour's rollup. */
 export interface RollupPart {
@@ -75,11 +111,33 @@ interface RouteCounts {
   values: Map<number, number>;
 }
 
-const bump = (m: Map<string, number>, key: string, by: number) => {
+const bump = <K>(m: Map<K, number>, key: K, by: number) => {
   const n = (m.get(key) ?? 0) + by;
   if (n === 0) m.delete(key);
   else m.set(key, n);
 };
+
+/** One breakdown name: its events and, per session, how many of them came with it. */
+interface NameCounts { events: number; sessions: Map<string, number> }
+
+/** Ascending by UTF-16 code units, as Array.prototype.sort does. */
+const sorted = <T>(keys: Iterable<T>): T[] => [...keys].sort();
+
+/** Flat value columns of (value → count) maps: ends, ascending values and their counts. */
+function valueColumns(maps: readonly Map<number, number>[]) {
+  const ends = new Uint32Array(maps.length);
+  let size = 0;
+  maps.forEach((m, i) => (ends[i] = size += m.size));
+  const values = new Float64Array(size), counts = new Float64Array(size);
+  maps.forEach((m, i) => {
+    let at = i ? ends[i - 1] : 0;
+    for (const [v, n] of [...m].sort((a, b) => a[0] - b[0])) {
+      values[at] = v;
+      counts[at++] = n;
+    }
+  });
+  return { ends, values, counts };
+}
 
 export class HourRollup implements RollupPart {
   total = 0;
@@ -89,6 +147,9 @@ export class HourRollup implements RollupPart {
   private readonly sessions = new Map<string, number>();
   private readonly feedback = [0, 0, 0, 0, 0];
   private readonly routes = new Map<string, RouteCounts>();
+  private readonly dims = DIMENSIONS.map(() => new Map<string, NameCounts>());
+  /** Page → per metric (VITAL_NAMES index), value in units → events. */
+  private readonly vitals = new Map<string, Map<number, Map<number, number>>>();
   /** columns() of the current content, dropped on every change. */
   private cached: PartColumns | null = null;
 
@@ -142,6 +203,30 @@ export class HourRollup implements RollupPart {
       else r.values.set(ms, left);
       if (r.count === 0) this.routes.delete(row.route);
     }
+    row.dims.forEach((name, d) => {
+      if (name === null) return;
+      const n = this.nameCounts(d, name);
+      n.events += sign;
+      if (row.session) bump(n.sessions, row.session, sign);
+      if (n.events === 0) this.dims[d].delete(name);
+    });
+    if (row.vital) this.bumpVital(row.vital.page, row.vital.metric, row.vital.units, sign);
+  }
+
+  private nameCounts(d: number, name: string): NameCounts {
+    let n = this.dims[d].get(name);
+    if (!n) this.dims[d].set(name, (n = { events: 0, sessions: new Map() }));
+    return n;
+  }
+
+  private bumpVital(page: string, metric: number, units: number, by: number) {
+    let metrics = this.vitals.get(page);
+    if (!metrics) this.vitals.set(page, (metrics = new Map()));
+    let values = metrics.get(metric);
+    if (!values) metrics.set(metric, (values = new Map()));
+    bump(values, units, by);
+    if (values.size === 0) metrics.delete(metric);
+    if (metrics.size === 0) this.vitals.delete(page);
   }
 
   /**
@@ -156,7 +241,23 @@ export class HourRollup implements RollupPart {
     c.types.forEach((t, i) => bump(this.types, t, c.typeCounts[i]));
     c.versions.forEach((v, i) => bump(this.versions, v, c.versionCounts[i]));
     for (let i = 0; i < 5; i++) this.feedback[i] += c.feedback[i];
-    part.forEachSession((s) => bump(this.sessions, s, 1));
+    const sessions: string[] = [];
+    part.forEachSession((s) => {
+      sessions.push(s);
+      bump(this.sessions, s, 1);
+    });
+    for (let d = 0, i = 0; d < DIMENSIONS.length; d++) {
+      for (; i < c.dimEnds[d]; i++) {
+        const n = this.nameCounts(d, c.dimNames[i]);
+        n.events += c.dimCounts[i];
+        for (let j = i ? c.dimSessionEnds[i - 1] : 0; j < c.dimSessionEnds[i]; j++) bump(n.sessions, sessions[c.dimSessions[j]], 1);
+      }
+    }
+    c.vitalPages.forEach((page, i) => {
+      for (let j = i ? c.vitalEnds[i - 1] : 0; j < c.vitalEnds[i]; j++) {
+        this.bumpVital(page, c.vitalMetrics[i], c.vitalValues[j], c.vitalValueCounts[j]);
+      }
+    });
     c.routes.forEach((route, i) => {
       let r = this.routes.get(route);
       if (!r) this.routes.set(route, (r = { count: 0, sumMicros: 0, values: new Map() }));
@@ -186,6 +287,31 @@ export class HourRollup implements RollupPart {
     });
     const types = [...this.types.keys()].sort();
     const versions = [...this.versions.keys()].sort();
+    // Sessions are referred to by their place in forEachSession's order, which is the map's.
+    const sessionIndex = new Map<string, number>();
+    for (const s of this.sessions.keys()) sessionIndex.set(s, sessionIndex.size);
+    const dimNames: string[] = [], dimCounts: number[] = [], dimSessionEnds: number[] = [], dimSessions: number[] = [];
+    const dimEnds = new Uint32Array(DIMENSIONS.length);
+    this.dims.forEach((names, d) => {
+      for (const name of sorted(names.keys())) {
+        const n = names.get(name)!;
+        dimNames.push(name);
+        dimCounts.push(n.events);
+        for (const s of n.sessions.keys()) dimSessions.push(sessionIndex.get(s)!);
+        dimSessionEnds.push(dimSessions.length);
+      }
+      dimEnds[d] = dimNames.length;
+    });
+    const vitalPages: string[] = [], vitalMetrics: number[] = [], vitalMaps: Map<number, number>[] = [];
+    for (const page of sorted(this.vitals.keys())) {
+      const metrics = this.vitals.get(page)!;
+      for (const m of [...metrics.keys()].sort((a, b) => a - b)) {
+        vitalPages.push(page);
+        vitalMetrics.push(m);
+        vitalMaps.push(metrics.get(m)!);
+      }
+    }
+    const vital = valueColumns(vitalMaps);
     return (this.cached = {
       types,
       typeCounts: types.map((t) => this.types.get(t)!),
@@ -198,6 +324,16 @@ export class HourRollup implements RollupPart {
       routeEnds,
       values,
       valueCounts,
+      dimNames,
+      dimEnds,
+      dimCounts,
+      dimSessionEnds,
+      dimSessions,
+      vitalPages,
+      vitalMetrics,
+      vitalEnds: vital.ends,
+      vitalValues: vital.values,
+      vitalValueCounts: vital.counts,
     });
   }
 }

@@ -152,9 +152,15 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
       if (!u) return assembleStats({ plan, rollups: new UserRollups(), edges: [], recents: NO_RECENTS });
       let mine: StoredEvent[] | undefined;
       const held = () => (mine ??= ofUser(userId, projectId));
-      const inSpans = (t: number) => plan.rawSpans.some(([start, end]) => t >= start && t < end);
+      // Only the events in the spans are rolled up (a row costs a route key and breakdown names).
+      // Receive times are canonical ISO strings (24 characters), which sort like the instants they
+      // name: comparing them spares a Date.parse per held event.
+      const spans = plan.rawSpans.map(([start, end]) => [new Date(start).toISOString(), new Date(end).toISOString()]);
+      const canonical = spans.every(([a, b]) => a.length === 24 && b.length === 24);
+      const inSpans = (iso: string) =>
+        canonical && iso.length === 24 ? spans.some(([a, b]) => iso >= a && iso < b) : plan.rawSpans.some(([a, b]) => Date.parse(iso) >= a && Date.parse(iso) < b);
       const edges = plan.rawSpans.length
-        ? HourRollup.fromRows(held().map((e) => rollupRow(e)).filter((row) => inSpans(row.receivedMs)))
+        ? HourRollup.fromRows(held().flatMap((e) => (inSpans(e.receivedAt) ? [rollupRow(e)] : [])))
         : [];
       const recents = u.window.recents(now, plan.range) ?? recentsOf(held(), now, plan.range);
       return assembleStats({ plan, rollups: u.rollups, edges, recents });

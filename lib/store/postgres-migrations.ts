@@ -239,8 +239,56 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
-  // Version 5 comes from a change made separately (breakdown dimensions of the rollups); each
-  // version is applied when missing, so the two apply in either order.
+  {
+    version: 5,
+    name: 'breakdown sessions',
+    // Breakdowns (docs/api.md#breakdowns) count events per name as counter rows of
+    // watchtower_rollups (kinds of lib/rollup/counters.ts DIM_KINDS and VITAL_KINDS); the distinct
+    // sessions of each name are a set per hour, partitioned by day like the other session sets.
+    // Events stored before this version have no such counters: watchtower_breakdowns_from holds
+    // the first hour after the newest of them, and a range starting earlier is answered without
+    // breakdowns rather than with partial ones.
+    sql: `
+      create table watchtower_breakdown_sessions (
+        user_id text not null, scope text not null, hour integer not null, kind "char" not null,
+        key text not null, session text not null,
+        primary key (user_id, scope, hour, kind, key, session)
+      ) partition by range (hour);
+      create table watchtower_breakdowns_from (hour integer not null);
+      insert into watchtower_breakdowns_from
+        select coalesce(floor(extract(epoch from max(received_at)) / 3600)::integer + 1, -2147483648) from watchtower_events;
+
+      create or replace function watchtower_ensure_partitions(first_day integer, last_day integer) returns void
+      language plpgsql as $fn$
+      declare d integer;
+      begin
+        perform pg_advisory_xact_lock(${PARTITION_LOCK});
+        for d in first_day..last_day loop
+          if to_regclass('watchtower_events_p' || d) is null then
+            execute format('create table %I partition of watchtower_events for values from (%L) to (%L)',
+              'watchtower_events_p' || d, to_timestamp(d::float8 * 86400), to_timestamp((d + 1)::float8 * 86400));
+            execute format('create table %I partition of watchtower_rollups for values from (%s) to (%s)',
+              'watchtower_rollups_p' || d, d * 24, d * 24 + 24);
+            execute format('create table %I partition of watchtower_rollup_sessions for values from (%s) to (%s)',
+              'watchtower_rollup_sessions_p' || d, d * 24, d * 24 + 24);
+            execute format('create table %I partition of watchtower_day_sessions for values from (%s) to (%s)',
+              'watchtower_day_sessions_p' || d, d, d + 1);
+          end if;
+          if to_regclass('watchtower_breakdown_sessions_p' || d) is null then
+            execute format('create table %I partition of watchtower_breakdown_sessions for values from (%s) to (%s)',
+              'watchtower_breakdown_sessions_p' || d, d * 24, d * 24 + 24);
+          end if;
+        end loop;
+      end
+      $fn$;
+
+      -- The same days as the events.
+      select watchtower_ensure_partitions(substr(c.relname, length('watchtower_events') + 3)::integer,
+                                          substr(c.relname, length('watchtower_events') + 3)::integer)
+      from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent
+      where p.relname = 'watchtower_events' and c.relname ~ '_p[0-9]+$';
+      `,
+  },
   {
     version: 6,
     name: 'sequence range of each user day',

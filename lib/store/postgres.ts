@@ -10,7 +10,9 @@ import postgres from 'postgres';
 import type { StoredEvent } from '../event.ts';
 import type { Recents } from '../live-window.ts';
 import { assembleStats, planStats, type StatsPlan } from '../rollup/assemble.ts';
-import { CounterRollups, counterPart, DAY_SESSIONS, eventCounters, HOUR_SESSIONS, TYPE, type Counter } from '../rollup/counters.ts';
+import {
+  breakdownSessionsPart, CounterRollups, counterPart, DAY_SESSIONS, DIM_KINDS, eventCounters, HOUR_SESSIONS, TYPE, VITAL_KINDS, type Counter,
+} from '../rollup/counters.ts';
 import { HourRollup, rollupRow, type RollupPart } from '../rollup/hour.ts';
 import {
   ACTIVE_WINDOW_MS, DAY_MS, feedbackRating, HOUR_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS,
@@ -268,6 +270,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   // still finds none (retention dropped a day it knew) forgets what it knew and asks again.
   const knownDays = new Set<number>();
   const dayCache = new DayPartCache(options.rollupCacheBytes ?? 128 * 1024 * 1024);
+  // The first hour whose events all have breakdown counters (migration 5): fixed once migrated.
+  let breakdownsFromHour: number | undefined;
+  const breakdownsFrom = async () =>
+    (breakdownsFromHour ??= (await sql<{ hour: number }[]>`select hour from watchtower_breakdowns_from`)[0]?.hour ?? -Infinity);
   const ensurePartitions = async (first: number, last: number) => {
     await guard('create partitions', () => sql`select watchtower_ensure_partitions(${first}::integer, ${last}::integer)`);
     for (let d = first; d <= last; d++) knownDays.add(d);
@@ -465,6 +471,12 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         order by 1, 2, 3, 4
         on conflict do nothing
         returning user_id, scope, day
+      ), breakdown_sessions as (
+        insert into watchtower_breakdown_sessions (user_id, scope, hour, kind, key, session)
+        select distinct user_id, scope, hour, kind::"char", key, session_id from counters
+        where kind = any(${pgArray([...DIM_KINDS])}::text[]) and session_id is not null
+        order by 1, 2, 3, 4, 5, 6
+        on conflict do nothing
       ), rolled as (
         insert into watchtower_rollups as r (user_id, scope, hour, kind, key, ms, n, micros)
         select user_id, scope, hour, kind::"char", key, ms, count(*), sum(micros) from (
@@ -629,7 +641,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           latest = (hour === null ? endHour : hour + 1) * HOUR_MS - 1;
         }
         const plan = planStats(now, range, latest);
-        return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId), { newest, daysOf });
+        return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId), { newest, daysOf }, await breakdownsFrom());
       });
     },
 
@@ -737,7 +749,7 @@ async function migrate(sql: postgres.Sql, log: (msg: string) => void): Promise<v
 }
 
 /** The partitioned tables, each with one partition per day named <table>_p<day number>. */
-const PARTITIONED = ['watchtower_events', 'watchtower_rollup_sessions', 'watchtower_day_sessions', 'watchtower_rollups'];
+const PARTITIONED = ['watchtower_events', 'watchtower_rollup_sessions', 'watchtower_day_sessions', 'watchtower_rollups', 'watchtower_breakdown_sessions'];
 
 /**
  * Drops every day before `cutoff` (day number): its partition of each table is detached
@@ -796,9 +808,13 @@ function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, 
  * never a transaction (see guard).
  */
 async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, user: string, scope: string, project: string | null,
-  recent: RecentReads): Promise<Stats> {
+  recent: RecentReads, breakdownsFrom: number): Promise<Stats> {
   const { now, range: r } = plan;
   const [h0, h1] = plan.fullHours;
+  // Breakdowns with a range that starts where every event has their counters (see migration 5);
+  // without them their counters are not even read.
+  const breakdowns = r !== null && r.from >= breakdownsFrom * HOUR_MS;
+  const notRead = [HOUR_SESSIONS, DAY_SESSIONS, ...(breakdowns ? [] : [...DIM_KINDS, ...VITAL_KINDS])];
   const hours = (from: number, to: number) =>
     sql`${Number.isFinite(from) ? sql`and hour >= ${from}` : sql``} ${Number.isFinite(to) ? sql`and hour < ${to}` : sql``}`;
   const perBucket = r ? r.bucketMs / HOUR_MS : 24;
@@ -827,7 +843,8 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     counters: [string, string, number, number | null, number, number][];
     session_counts: [string, number, number][];
     sessions: [number, string][];
-    edges: [number, string, string | null, string | null, string | null, number | null, number | null][];
+    breakdown_sessions: [string, string, string[]][];
+    edges: Row[];
     active: number;
   }[]>`
     select
@@ -841,15 +858,18 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
          select kind, key, ms, case when kind = ${TYPE}::text then floor(hour::float8 / ${perBucket}) end as bucket,
                 sum(n)::float8 as n, sum(micros) as micros
          from watchtower_rollups
-         where user_id = ${user} and scope = ${scope} and kind not in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text) ${hours(h0, h1)}
+         where user_id = ${user} and scope = ${scope} and kind <> all(${pgArray(notRead)}::"char"[]) ${hours(h0, h1)}
            and n > 0 -- a counter a compaction emptied, not yet deleted
          group by 1, 2, 3, 4) t) as counters,
       (select coalesce(json_agg(json_build_array(kind, hour, n)), '[]') from watchtower_rollups
          where user_id = ${user} and scope = ${scope} and kind in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text) ${hours(s0, s1)}) as session_counts,
       (select coalesce(json_agg(json_build_array(hour, session)), '[]') from watchtower_rollup_sessions
          where user_id = ${user} and scope = ${scope} and ${anyOf(cut, (a, b) => sql`(hour >= ${a} and hour < ${b})`)}) as sessions,
-      (select coalesce(json_agg(json_build_array(
-                (extract(epoch from received_at) * 1000)::float8, type, app_version, session_id, route_key, duration, rating) order by seq), '[]')
+      (select coalesce(json_agg(json_build_array(kind, key, sessions)), '[]') from (
+         select kind::text, key, array_agg(distinct session) as sessions from watchtower_breakdown_sessions
+         where ${breakdowns && h0 < h1}::boolean and user_id = ${user} and scope = ${scope} ${hours(h0, h1)}
+         group by kind, key) t) as breakdown_sessions,
+      (select coalesce(json_agg(json_build_object('metadata', metadata, 'raw', raw) order by seq), '[]')
          from watchtower_events
          where user_id = ${user} ${ofProject}
            and ${anyOf(plan.rawSpans, (a, b) => sql`(received_at >= ${iso(a)}::timestamptz and received_at < ${iso(b)}::timestamptz)`)}) as edges,
@@ -888,9 +908,11 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     if (!hours) cache.set(user, scope, day, (hours = decodeDay(Uint8Array.from(atob(base64!), (c) => c.charCodeAt(0)))));
     for (const part of hours) if (part.hour >= h0 && part.hour < h1) parts.push(part);
   }
+  // The sessions of every breakdown name over the whole hours (the counters carry the events).
+  if (row.breakdown_sessions.length) parts.push(breakdownSessionsPart(h0, row.breakdown_sessions));
   const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut);
-  const edges = HourRollup.fromRows(row.edges.map(([receivedMs, type, version, session, route, duration, rating]) =>
-    ({ receivedMs, type, version, session, route, duration, rating })));
+  // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
+  const edges = HourRollup.fromRows(row.edges.map((r) => rollupRow(toEvent(r))));
 
   const routes = new Set<string>();
   for (const p of [...parts, ...edges]) for (const route of p.columns().routes) routes.add(route);
@@ -919,5 +941,5 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     if (pts.length) points.set(route, pts.reverse().map(({ duration, ttfb, ts }) => ({ duration, ttfb, timestamp: ts })));
   }
   const recents: Recents = { activeUsers: row.active, errors: errors.map(toEvent), activity: activity.map(toEvent), points };
-  return assembleStats({ plan, rollups, edges, recents });
+  return assembleStats({ plan, rollups, edges, recents, breakdowns });
 }

@@ -3,9 +3,9 @@
 // segments by asking each in seq order; the hot segment adds inserts and retention on top.
 import type { Database, Statement } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
-import type { RollupRow } from '../rollup/hour.ts';
+import { rollupRow, type RollupRow } from '../rollup/hour.ts';
 import { isoBounds } from './filter.ts';
-import { ROW_COLUMNS, eventFromRow, type RowValues } from './sqlite-row.ts';
+import { ROW_COLUMNS, eventFromRow, ownerKey, type RowValues } from './sqlite-row.ts';
 import type { RowsQuery } from './sqlite-protocol.ts';
 
 export const SCHEMA = `
@@ -42,34 +42,17 @@ CREATE TABLE IF NOT EXISTS users (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 `;
 
-/** What a LiveWindow reads of an event, which the columns give without parsing its metadata. */
-export interface WindowEvent {
-  id: string;
-  type: string;
-  sessionId: string | null;
-  timestamp: string;
-  data: Record<string, unknown>;
-}
+/**
+ * The columns rollups and live windows are kept from (rowFrom reads them): the whole event, since
+ * breakdowns and vitals read its client, referrer and data.
+ */
+export const TRACK_COLUMNS = `seq, ${ROW_COLUMNS}`;
 
-/** The columns rollups and live windows are kept from (rowFrom reads them). */
-export const TRACK_COLUMNS = 'seq, user_id, type, app_version, received_at, session_id, route_key, duration, ttfb, timestamp, rating, id';
-
-export interface TrackedRow { seq: number; owner: string; row: RollupRow; e: WindowEvent }
+export interface TrackedRow { seq: number; owner: string; row: RollupRow; e: StoredEvent }
 
 export function rowFrom(v: unknown[]): TrackedRow {
-  const route = v[6] as string | null;
-  const duration = v[7] as number | null;
-  const row: RollupRow = {
-    receivedMs: Date.parse(v[4] as string),
-    type: v[2] as string,
-    version: v[3] as string | null,
-    session: v[5] as string | null,
-    route: duration === null ? null : route,
-    duration,
-    rating: v[10] as number | null,
-  };
-  const e: WindowEvent = { id: v[11] as string, type: row.type, sessionId: row.session, timestamp: v[9] as string, data: { duration, ttfb: v[8] as number | null } };
-  return { seq: v[0] as number, owner: v[1] as string, row, e };
+  const e = eventFromRow(v.slice(1) as RowValues);
+  return { seq: v[0] as number, owner: ownerKey(e.user_id), row: rollupRow(e), e };
 }
 
 export interface SeqRows {

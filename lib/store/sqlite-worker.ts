@@ -13,10 +13,10 @@ import { basename, dirname, join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
-import { LiveWindow, NO_RECENTS, type LiveWindowState, type Recents } from '../live-window.ts';
+import { LiveWindow, NO_RECENTS, pointOf, type Recents } from '../live-window.ts';
 import { assembleStats, planStats } from '../rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../rollup/codec.ts';
-import { HourRollup, type RollupRow } from '../rollup/hour.ts';
+import { HourRollup, rollupRow, type RollupRow } from '../rollup/hour.ts';
 import { UserRollups } from '../rollup/user.ts';
 import {
   ACTIVE_WINDOW_MS, LATENCY_POINTS, RECENT_ACTIVITY, RECENT_ERRORS, feedbackRating, pageloadDuration, routeKey,
@@ -27,7 +27,7 @@ import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs
 import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
 import { decodeManifest, fromBase64, manifestFile, partText, readSegment, segmentFile, segmentName, type Manifest } from './seal.ts';
 import { SegmentCache, type SealedSegment } from './segment-cache.ts';
-import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow, type WindowEvent } from './segment.ts';
+import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow } from './segment.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
 import type { FromWorker, HealthFigures, InitArgs, InitResult, Request, RowsQuery, RowsResult, SealAnswer, SealFigures, ToWorker } from './sqlite-protocol.ts';
 import { metadataOf, ownerKey, type ColValues } from './sqlite-row.ts';
@@ -136,20 +136,20 @@ class Engine {
   }
 
   /** Counts a stored event in its owner's rollups and live window (unowned events count for no one). */
-  private track(owner: string, row: RollupRow, e: WindowEvent | StoredEvent) {
+  private track(owner: string, row: RollupRow, e: StoredEvent) {
     if (owner === '') return;
     let scope = this.scopes.get(owner);
     if (!scope) this.scopes.set(owner, (scope = { rollups: new UserRollups(), window: new LiveWindow() }));
     scope.rollups.add(row, this.hotId);
-    scope.window.add(e as unknown as StoredEvent, row.receivedMs, row.route);
+    scope.window.add(e, row.receivedMs, row.route);
   }
 
   /** Takes back a hot event retention removed: always the oldest stored, as LiveWindow.remove needs. */
-  private untrack(owner: string, row: RollupRow, e: WindowEvent) {
+  private untrack(owner: string, row: RollupRow, e: StoredEvent) {
     const scope = this.scopes.get(owner);
     if (!scope) return;
     scope.rollups.remove(row, this.hotId);
-    scope.window.remove(e as unknown as StoredEvent, row.receivedMs, row.route);
+    scope.window.remove(e, row.receivedMs, row.route);
     if (scope.rollups.empty) this.scopes.delete(owner);
   }
 
@@ -182,7 +182,7 @@ class Engine {
         this.maxSeq = seq;
         this.hotCount++;
         added++;
-        if (this.derived) this.track(owner, { receivedMs, type: e.type, version, session, route, duration, rating }, e);
+        if (this.derived) this.track(owner, rollupRow(e, receivedMs), e);
       }
       db.exec('COMMIT');
     } catch (err) {
@@ -247,28 +247,16 @@ class Engine {
     this.derived = true;
     const ids = new Map<string, string[]>();
     const all = this.hot.db.prepare(`SELECT ${TRACK_COLUMNS} FROM events ORDER BY seq`);
-    const fromHot = new Set<string>();
     try {
       while (all.step()) {
         const { owner, row, e } = rowFrom(all.get());
         this.track(owner, row, e);
-        fromHot.add(owner);
         let list = ids.get(owner);
         if (!list) ids.set(owner, (list = []));
         list.push(e.id);
       }
     } finally {
       all.free();
-    }
-    // The windows hold column-only events from the hot rows: swap in the whole events.
-    for (const owner of fromHot) {
-      const scope = this.scopes.get(owner);
-      if (!scope) continue;
-      const state: LiveWindowState = scope.window.toJSON();
-      for (const list of [state.errors.items, state.activity.items]) {
-        for (const held of list) held[0] = this.hot.eventById(owner, held[2]) ?? held[0];
-      }
-      scope.window = LiveWindow.fromJSON(state);
     }
     const keys: Record<string, string> = {};
     for (const [owner, list] of ids) keys[owner] = list.join('\n');
@@ -446,10 +434,7 @@ class Engine {
     return assembleStats({ plan, rollups: scope.rollups, edges, recents });
   }
 
-  /**
-   * Recents as recentsOf computes them, from the range's rows newest first by column; only the
-   * events the answer lists are read whole.
-   */
+  /** Recents as recentsOf computes them, from the range's rows newest first. */
   private async recentsFromRows(userId: string, now: number, range: ResolvedRange | null): Promise<Recents> {
     const active = new Set<string>();
     const errors: StoredEvent[] = [], activity: StoredEvent[] = [];
@@ -460,12 +445,12 @@ class Engine {
       db.track(userId, from, to, 'DESC', ({ row, e }) => {
         const t = row.receivedMs;
         if (e.sessionId && t <= now && now - t <= ACTIVE_WINDOW_MS) active.add(e.sessionId);
-        if (activity.length < RECENT_ACTIVITY) activity.push(db.eventById(userId, e.id)!);
-        if (e.type === 'error' && errors.length < RECENT_ERRORS) errors.push(db.eventById(userId, e.id)!);
+        if (activity.length < RECENT_ACTIVITY) activity.push(e);
+        if (e.type === 'error' && errors.length < RECENT_ERRORS) errors.push(e);
         if (row.route === null) return;
         let list = points.get(row.route);
         if (!list) points.set(row.route, (list = []));
-        if (list.length < LATENCY_POINTS) list.push({ duration: e.data.duration as number, ttfb: e.data.ttfb as number | null, timestamp: e.timestamp });
+        if (list.length < LATENCY_POINTS) list.push(pointOf(e, row.duration!));
       });
     }
     for (const list of points.values()) list.reverse();

@@ -15,6 +15,19 @@ const ERRORS = [
   'Error: Request failed with status 502',
 ];
 const CLICKS = ['Save', 'Share', 'Open note', 'Search', 'New note'];
+// What a session was sent from (as the server derives it from the User-Agent), and where it came from.
+const CLIENTS: StoredEvent['client'][] = [
+  { browser: 'Chrome', browserVersion: '131', os: 'Windows', device: 'desktop' },
+  { browser: 'Chrome', browserVersion: '131', os: 'macOS', device: 'desktop' },
+  { browser: 'Safari', browserVersion: '18', os: 'iOS', device: 'mobile' },
+  { browser: 'Chrome', browserVersion: '131', os: 'Android', device: 'mobile' },
+  { browser: 'Firefox', browserVersion: '133', os: 'Linux', device: 'desktop' },
+  { browser: 'Safari', browserVersion: '18', os: 'iOS', device: 'tablet' },
+  { browser: 'Edge', browserVersion: '131', os: 'Windows', device: 'desktop' },
+];
+const REFERRERS = [undefined, undefined, undefined, 'https://www.google.com', 'https://news.ycombinator.com', 'https://duckduckgo.com', 'https://github.com'];
+// Web vitals around their thresholds: [name, typical value, spread].
+const VITALS: [string, number, number][] = [['LCP', 1600, 2600], ['INP', 280, 520], ['CLS', 0.02, 0.2], ['FCP', 900, 1200], ['TTFB', 250, 900]];
 const CUSTOM = ['note_saved', 'search_performed', 'note_shared'];
 
 /** A 32-bit hash of i and a salt: stable pseudo-random numbers without state. */
@@ -43,21 +56,30 @@ export function sampleEvents(now: number): StoredEvent[] {
       const [route, base] = ROUTES[h(i, 2) % ROUTES.length]!;
       const roll = unit(i, 3);
       const common = { sessionId: `s${session}`, deployVersion: version, appName: 'notes', route, url: `https://notes.example.com${route.replace(':id', String(100 + (h(i, 4) % 50)))}` };
+      const client = CLIENTS[h(session, 16) % CLIENTS.length];
       let raw: { type: string; message?: string; data: Record<string, unknown> };
       if (k === 0 || roll < 0.3) {
         // Log-normal-ish page loads; search on the beta is slower.
         const slow = route === '/search' && version === '2.0.0-beta.1' ? 1.6 : 1;
         const duration = Math.round(base * slow * Math.exp(0.45 * (unit(i, 5) + unit(i, 6) + unit(i, 7) - 1.5)));
         raw = { type: 'pageload', data: { duration, ttfb: 60 + (h(i, 8) % 140) } };
+        // A session's first page load says where the visitor came from.
+        if (k === 0) Object.assign(raw, { referrer: REFERRERS[h(session, 17) % REFERRERS.length] });
       } else if (roll < 0.65) raw = { type: 'click', data: { text: CLICKS[h(i, 9) % CLICKS.length] } };
       else if (roll < (version === '2.0.0-beta.1' ? 0.74 : 0.69)) {
         const message = ERRORS[h(i, 10) % ERRORS.length]!;
         raw = { type: 'error', message, data: { stack: `${message}\n    at handler (https://notes.example.com/assets/app-4f2a.js:112:17)` } };
       } else if (roll < 0.8) raw = { type: 'feedback', data: { rating: [5, 4, 4, 5, 3, 2, 5, 4][h(i, 11) % 8] } };
       else if (roll < 0.9) raw = { type: 'custom', data: { name: CUSTOM[h(i, 12) % CUSTOM.length] } };
-      else raw = { type: 'performance', data: { name: 'LCP', value: 900 + (h(i, 13) % 1800) } };
+      else {
+        const [name, typical, spread] = VITALS[h(i, 18) % VITALS.length]!;
+        const value = typical + spread * unit(i, 13) ** 2;
+        raw = { type: 'performance', data: { name, value: name === 'CLS' ? Math.round(value * 1000) / 1000 : Math.round(value) } };
+      }
       const id = `sample-${i}`;
-      events.push(normalise({ ...common, ...raw, id, timestamp: new Date(at).toISOString() }, { now: at, owner: 'demo', newId: () => id }));
+      const event = normalise({ ...common, ...raw, id, timestamp: new Date(at).toISOString() }, { now: at, owner: 'demo', newId: () => id });
+      event.client = client;
+      events.push(event);
       ago -= 20_000 + (h(i, 14) % 90_000);
     }
     // The gap to the next session: shorter on weekdays and towards the present.

@@ -21,6 +21,20 @@ export function fillTable(body: HTMLTableSectionElement, model: TableModel, empt
   );
 }
 
+/**
+ * Like fillTable, with a bar under each row's name showing its second column (its count) against
+ * the largest: a picture of the numbers beside it, hidden from screen readers.
+ */
+export function fillBarTable(body: HTMLTableSectionElement, model: TableModel, empty: string): void {
+  fillTable(body, model, empty);
+  const top = Math.max(1, ...model.rows.map((r) => (typeof r[1] === 'number' ? r[1] : 0)));
+  model.rows.forEach((row, i) => {
+    const bar = el('span', { class: 'bar' });
+    bar.style.width = `${((typeof row[1] === 'number' ? row[1] : 0) / top) * 100}%`;
+    body.rows[i].cells[0].append(el('span', { class: 'bar-track', attrs: { 'aria-hidden': 'true' } }, bar));
+  });
+}
+
 /** A table element with a header row for `columns`. */
 export function tableFor(columns: string[], body: HTMLTableSectionElement, caption?: string): HTMLTableElement {
   return el('table', {},

@@ -8,7 +8,9 @@ import { eventCells, EVENT_COLUMNS } from './csv.ts';
 import { el, fmt, formatTime, summarize } from './dom.ts';
 import { scriptTag, type Project } from './projects.ts';
 import { delta, describeRange, parseDay, PRESETS, type RangeKey, type Span, type ViewState } from './range.ts';
-import { csvButton, fillTable, tableFor, type TableModel } from './tables.ts';
+import { csvButton, fillBarTable, fillTable, tableFor, type TableModel } from './tables.ts';
+import { BREAKDOWN_PANELS, vitalCells, vitalText, VITAL_ROWS, type BreakdownKey } from './breakdowns.ts';
+import { VITAL_NAMES } from '../../../lib/breakdowns.ts';
 
 type Chart = { destroy(): void };
 export type Filters = { type: string; version: string; project?: string };
@@ -181,6 +183,24 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
     el('div', { class: 'panel-head' }, activityTitle, csvButton('activity', model('activity'))),
     activityChart, dataDetails(tableFor(['Period', 'Events', 'Sessions'], activityBody)));
 
+  // Breakdowns and web vitals: answered with a range only ("all" explains where they went).
+  const breakdownBodies = new Map<BreakdownKey, HTMLTableSectionElement>();
+  const breakdownPanels = BREAKDOWN_PANELS.map((b) => {
+    const body = el('tbody');
+    breakdownBodies.set(b.key, body);
+    return panel(b.title, `bd-${b.key}`, [csvButton(b.title.toLowerCase(), model(`bd-${b.key}`))],
+      scroller(tableFor(b.columns, body), b.title));
+  });
+  for (const p of breakdownPanels) p.classList.add('panel-breakdown');
+  const vitalsList = el('ul', { class: 'vitals', attrs: { 'aria-label': 'p75 of each web vital' } });
+  const vitalsNote = el('p', { class: 'note' });
+  const vitalPagesBody = el('tbody');
+  const vitalsPanel = panel('Web vitals', 'vitals', [csvButton('web vitals', model('vitals'))],
+    vitalsNote, vitalsList,
+    el('div', { class: 'panel-head' }, el('h3', { text: 'Per page', attrs: { id: 'h-vitals-pages' } }),
+      csvButton('web vitals per page', model('vitals-pages'))),
+    scroller(tableFor(['Page', 'Samples', ...VITAL_NAMES.map((n) => `${n} p75`)], vitalPagesBody), 'Web vitals per page'));
+
   const grid = el('div', { class: 'grid' },
     options.live
       ? panel('Live feed', 'live', [], el('p', { class: 'note' }, 'Stream: ', liveStatus),
@@ -193,6 +213,8 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
       scroller(tableFor(['Route', 'Loads', 'p50 ms', 'p95 ms', 'Avg ms'], routeBody), 'Latency per route'),
       el('label', { class: 'inline' }, el('span', { text: 'Recent loads of ' }), routeSelect),
       routeChart, dataDetails(tableFor(['Time', 'Duration ms', 'TTFB ms'], routePointsBody))),
+    vitalsPanel,
+    ...breakdownPanels,
     panel('Feedback', 'feedback', [csvButton('feedback', model('feedback'))],
       feedbackChart, feedbackNote, dataDetails(tableFor(['Rating', 'Count'], feedbackBody))),
     panel('Events by type', 'types', [csvButton('events by type', model('types'))], typesList),
@@ -303,6 +325,43 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
       d.text,
       el('span', { class: 'visually-hidden', text: ' compared with the previous period' }),
     );
+  }
+
+  /** The breakdown tables and the vitals panel; without a range they say how to get them. */
+  function showBreakdowns(stats: Stats) {
+    const none = 'Choose a time range (not "all") to see this.';
+    for (const b of BREAKDOWN_PANELS) {
+      const rows = stats.breakdowns?.[b.key] ?? [];
+      models.set(`bd-${b.key}`, { name: b.file, columns: b.columns, rows: rows.map(b.cells) });
+      fillBarTable(breakdownBodies.get(b.key)!, models.get(`bd-${b.key}`)!, stats.breakdowns ? b.empty : none);
+    }
+    const v = stats.vitals;
+    const metrics = v ? VITAL_NAMES.map((n) => [n, v.metrics[n]] as const) : [];
+    models.set('vitals', {
+      name: 'web-vitals', columns: ['Metric', 'Samples', 'p75', 'Rating', 'Good', 'Needs improvement', 'Poor'],
+      rows: metrics.map(([n, m]) => [n, m.count, m.p75, VITAL_ROWS.rating(n, m.p75) ?? '', m.good, m.needsImprovement, m.poor]),
+    });
+    vitalsNote.textContent = !v ? none
+      : metrics.some(([, m]) => m.count) ? 'The 75th percentile of each metric over the range, rated by the Core Web Vitals thresholds.'
+      : 'No web vitals in this range: add the vitals bundle to your pages to collect them.';
+    vitalsList.replaceChildren(...VITAL_NAMES.map((n) => {
+      const m = v?.metrics[n];
+      const rating = m ? VITAL_ROWS.rating(n, m.p75) : null;
+      return el('li', { class: `vital vital-${rating ?? 'none'}`, attrs: { 'data-vital': n } },
+        el('span', { class: 'vital-name', text: n }),
+        el('strong', { class: 'vital-value', text: m && m.p75 !== null ? vitalText(n, m.p75) : '–' }),
+        el('span', { class: 'vital-rating', text: rating ? VITAL_ROWS.label[rating] : 'No data' }),
+        el('span', { class: 'note', text: m ? `${fmt.format(m.count)} samples` : '' }));
+    }));
+    const pages = v?.pages ?? [];
+    models.set('vitals-pages', {
+      name: 'web-vitals-per-page', columns: ['Page', 'Samples', ...VITAL_NAMES.map((n) => `${n} p75`)],
+      rows: pages.map((p) => [p.name, p.events, ...VITAL_NAMES.map((n) => p.metrics[n]?.p75 ?? null)]),
+    });
+    vitalPagesBody.replaceChildren(...(pages.length
+      ? pages.map((p) => el('tr', {}, el('th', { text: p.name, attrs: { scope: 'row' } }), el('td', { text: fmt.format(p.events) }),
+        ...VITAL_NAMES.map((n) => vitalCells(n, p.metrics[n]?.p75 ?? null))))
+      : [el('tr', {}, el('td', { class: 'empty', text: v ? 'No web vitals in this range.' : none, attrs: { colspan: String(2 + VITAL_NAMES.length) } }))]));
   }
 
   /** Labels of the activity series: days of the last week without a range, bucket starts with one. */
@@ -430,6 +489,8 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
         { label: 'events', values: a.activitySeries.values, color: 'accent', bars: true },
         { label: 'sessions', values: a.userSeries.values, color: 'accent2', scale: 'sessions' },
       ], periods.time ? { time: true } : { time: false, categories: periods.names }));
+
+      showBreakdowns(stats);
 
       const ratings = ['1', '2', '3', '4', '5'] as const;
       models.set('feedback', { name: 'feedback', columns: ['Rating', 'Count'], rows: ratings.map((r) => [Number(r), a.feedbackBreakdown[r]]) });

@@ -1,0 +1,130 @@
+// What the breakdowns and the web-vitals summary of GET /api/stats count (docs/api.md#breakdowns):
+// which name an event has in each breakdown, and which vital value it carries. Pure definitions,
+// shared by the reference (computeStats) and the rollups, so that both count the same names; how
+// they count (a scan of raw events, or sums of hour rollups) is their own.
+import type { StoredEvent } from './event.ts';
+import { routeKey, UNKNOWN } from './stats.ts';
+
+/** The breakdowns, in the order rollups keep them. */
+export const DIMENSIONS = ['pages', 'referrers', 'browsers', 'os', 'devices', 'versions'] as const;
+export type Dimension = (typeof DIMENSIONS)[number];
+export const PAGES = 0;
+
+/** Referrer name of a pageload that came with none (typed in, bookmarked, or from the same site). */
+export const DIRECT = 'direct';
+
+/** Rows per breakdown list (and pages of the vitals summary): the answer stays bounded. */
+export const BREAKDOWN_LIMIT = 100;
+
+export interface BreakdownRow { name: string; events: number; sessions: number }
+/** A page also has the nearest-rank p75 of its pageload durations in whole ms; null without any. */
+export interface PageRow extends BreakdownRow { p75: number | null }
+export interface Breakdowns {
+  pages: PageRow[];
+  referrers: BreakdownRow[];
+  browsers: BreakdownRow[];
+  os: BreakdownRow[];
+  devices: BreakdownRow[];
+  versions: BreakdownRow[];
+}
+
+/**
+ * An event's name in each dimension (DIMENSIONS order), null where it does not count: pages and
+ * referrers count pageloads only; browsers, OS, devices and versions count every event.
+ */
+export function dimensionNames(e: StoredEvent): (string | null)[] {
+  const pageload = e.type === 'pageload';
+  const referrer = e.referrer;
+  const client = e.client;
+  return [
+    pageload ? routeKey(e) : null,
+    pageload ? (typeof referrer === 'string' && referrer !== '' ? referrer : DIRECT) : null,
+    nameOr(client?.browser),
+    nameOr(client?.os),
+    nameOr(client?.device),
+    e.deployVersion ?? UNKNOWN,
+  ];
+}
+
+const nameOr = (v: unknown): string => (typeof v === 'string' && v !== '' ? v : UNKNOWN);
+
+/** Sorted by events (descending), then name; at most BREAKDOWN_LIMIT rows. */
+export function topRows<T extends { name: string; events: number }>(rows: T[]): T[] {
+  return rows.sort((a, b) => b.events - a.events || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).slice(0, BREAKDOWN_LIMIT);
+}
+
+/**
+ * A referrer as stored: the origin of an http(s) URL, else nothing. The SDK sends origins only;
+ * the server reduces whatever a client sends all the same, so a path or query never lands.
+ */
+export function referrerOrigin(value: unknown): string | null {
+  if (typeof value !== 'string' || value === '' || value.length > 2048) return null;
+  try {
+    const u = new URL(value);
+    return /^https?:$/.test(u.protocol) ? u.origin : null;
+  } catch {
+    return null;
+  }
+}
+
+// --- Web vitals -------------------------------------------------------------------------------
+
+export const VITAL_NAMES = ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'] as const;
+export type VitalName = (typeof VITAL_NAMES)[number];
+
+/** "good" / "poor" boundaries of the Core Web Vitals (web.dev); between them: needs improvement. */
+export const VITAL_THRESHOLDS: Record<VitalName, [number, number]> = {
+  LCP: [2500, 4000],
+  INP: [200, 500],
+  CLS: [0.1, 0.25],
+  FCP: [1800, 3000],
+  TTFB: [800, 1800],
+};
+
+/** Units per metric value: vitals are counted in whole ms, CLS in thousandths. */
+export const VITAL_SCALE: readonly number[] = VITAL_NAMES.map((n) => (n === 'CLS' ? 1000 : 1));
+
+export interface VitalSummary { count: number; p75: number | null; good: number; needsImprovement: number; poor: number }
+export interface VitalsPage { name: string; events: number; metrics: Partial<Record<VitalName, VitalSummary>> }
+export interface Vitals { metrics: Record<VitalName, VitalSummary>; pages: VitalsPage[] }
+
+/**
+ * The vital a `performance` event reports: its metric (index into VITAL_NAMES), its value in
+ * units (rounded: 1 ms, CLS 0.001) and its page (routeKey). Null for anything else.
+ */
+export function vitalOf(e: StoredEvent): { metric: number; units: number; page: string } | null {
+  if (e.type !== 'performance') return null;
+  const name = e.data.name, value = e.data.value;
+  if (typeof name !== 'string' || typeof value !== 'number' || !Number.isFinite(value)) return null;
+  const metric = (VITAL_NAMES as readonly string[]).indexOf(name.toUpperCase());
+  if (metric < 0) return null;
+  return { metric, units: Math.round(value * VITAL_SCALE[metric]) + 0, page: routeKey(e) };
+}
+
+/** 0 good, 1 needs improvement, 2 poor, for a value in units of the metric. */
+export function vitalRating(metric: number, units: number): 0 | 1 | 2 {
+  return units <= GOOD_UNITS[metric] ? 0 : units > POOR_UNITS[metric] ? 2 : 1;
+}
+const GOOD_UNITS = VITAL_NAMES.map((n, m) => Math.round(VITAL_THRESHOLDS[n][0] * VITAL_SCALE[m]));
+const POOR_UNITS = VITAL_NAMES.map((n, m) => Math.round(VITAL_THRESHOLDS[n][1] * VITAL_SCALE[m]));
+
+/**
+ * The summary of one metric from its value counts. `p75`: the value at nearest rank of 75% in
+ * the metric's unit (ms, or CLS), null when count is 0.
+ */
+export function vitalSummary(metric: number, count: number, p75Units: number | null, ratings: readonly number[]): VitalSummary {
+  return {
+    count,
+    p75: p75Units === null ? null : p75Units / VITAL_SCALE[metric] + 0,
+    good: ratings[0],
+    needsImprovement: ratings[1],
+    poor: ratings[2],
+  };
+}
+
+/** Every metric's summary, empty ones included, in VITAL_NAMES order. */
+export function allMetrics(of: (metric: number) => VitalSummary | undefined): Record<VitalName, VitalSummary> {
+  const out = {} as Record<VitalName, VitalSummary>;
+  VITAL_NAMES.forEach((name, m) => (out[name] = of(m) ?? { count: 0, p75: null, good: 0, needsImprovement: 0, poor: 0 }));
+  return out;
+}
