@@ -125,6 +125,76 @@ async function register() {
     results.forEach((got, c) => got.forEach((e) => assert.is(byId.get(e.id), c)));
   });
 
+  test('group commit: concurrent requests with overlapping ids and users answer and store what sequential inserts do; rollups equal raw counts', async () => {
+    const store = await open();
+    let seed = 17;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    // 80 requests of 1-12 events from a pool of 30 ids, for three users, some requests for two
+    // (and some unowned events), the same id often in several requests and for several users.
+    const shape = Array.from({ length: 80 }, () => {
+      const users = rnd() < 0.3 ? ['u1', 'u2'] : [['u1', 'u2', 'u3'][Math.floor(rnd() * 3)]];
+      return Array.from({ length: 1 + Math.floor(rnd() * 12) }, (_, i) => ({
+        id: `gc-${Math.floor(rnd() * 30)}`, user: rnd() < 0.05 ? null : users[i % users.length],
+        type: ['pageload', 'error', 'click'][Math.floor(rnd() * 3)], session: `s-${Math.floor(rnd() * 5)}`, duration: Math.floor(rnd() * 900),
+      }));
+    });
+    const requests = (prefix: string) => shape.map((events) => events.map((e) =>
+      ev({ id: e.id, type: e.type, sessionId: e.session, route: '/gc', data: { duration: e.duration } }, e.user === null ? null : prefix + e.user)));
+    const answer = (stored: StoredEvent[], prefix: string) => stored.map((e) => `${e.user_id?.slice(prefix.length) ?? '-'}/${e.id}`);
+    // The unowned events of both runs share owner '': the sequential run goes second, so its ids are known.
+    const concurrent = await Promise.all(requests('gcc-').map((r) => store.insert(r)));
+    const sequential: StoredEvent[][] = [];
+    for (const r of requests('gcs-')) sequential.push(await store.insert(r));
+    assert.equal(concurrent.map((s) => answer(s, 'gcc-').filter((k) => !k.startsWith('-'))),
+      sequential.map((s) => answer(s, 'gcs-').filter((k) => !k.startsWith('-'))));
+    assert.ok(concurrent.flat().some((e) => e.user_id === null), 'some unowned events were stored');
+    assert.ok(sequential.flat().every((e) => e.user_id !== null), 'unowned ids were stored once');
+    for (const user of ['u1', 'u2', 'u3']) {
+      const c = await exported(store, 'gcc-' + user);
+      assert.equal(c.map((e) => e.id), (await exported(store, 'gcs-' + user)).map((e) => e.id), `${user}'s events, in order`);
+      assert.equal(c.map((e) => e.id).sort(), concurrent.flat().filter((e) => e.user_id === 'gcc-' + user).map((e) => e.id).sort(),
+        'what was answered is what is stored');
+      const { raw, rolled } = await rollupsAgainstRaw('gcc-' + user);
+      assert.equal(rolled, raw);
+    }
+  });
+
+  test('group commit: a failing statement fails every request merged into it; the next requests are stored', async () => {
+    const store = await open();
+    // A real failure inside the insert statement: a trigger refusing one id.
+    await db.query((sql) => sql.unsafe(`
+      create function watchtower_test_refuse() returns trigger language plpgsql as $f$
+        begin raise exception 'refused by the test'; end $f$;
+      create trigger watchtower_test_refuse before insert on watchtower_events
+        for each row when (new.metadata->>'id' = 'gcf-refused') execute function watchtower_test_refuse();`).simple());
+    try {
+      const user = 'gcf';
+      const a = store.insert([ev({ id: 'gcf-a', type: 'click', sessionId: 's' }, user)]);
+      // Sent while a's statement runs: merged into the next one, which the refused id fails.
+      const merged = [
+        store.insert([ev({ id: 'gcf-b', type: 'click', sessionId: 's' }, user)]),
+        store.insert([ev({ id: 'gcf-refused', type: 'error', sessionId: 's' }, user)]),
+        store.insert([ev({ id: 'gcf-c', type: 'click', sessionId: 't' }, user), ev({ id: 'gcf-a', type: 'click' }, user)]),
+      ];
+      assert.equal((await a).map((e) => e.id), ['gcf-a']);
+      const results = await Promise.allSettled(merged);
+      assert.equal(results.map((r) => r.status), ['rejected', 'rejected', 'rejected']);
+      assert.match(String((results[0] as PromiseRejectedResult).reason), 'refused by the test');
+      assert.equal((await store.list({ userId: user, limit: 10 })).events.map((e) => e.id), ['gcf-a'], 'nothing of the failed statement stored');
+      // The next requests (the same ids retried, without the refused one) are stored as usual.
+      const retried = await Promise.all([
+        store.insert([ev({ id: 'gcf-b', type: 'click', sessionId: 's' }, user)]),
+        store.insert([ev({ id: 'gcf-c', type: 'click', sessionId: 't' }, user), ev({ id: 'gcf-a', type: 'click' }, user)]),
+      ]);
+      assert.equal(retried.map((s) => s.map((e) => e.id)), [['gcf-b'], ['gcf-c']]);
+      assert.equal((await store.list({ userId: user, limit: 10 })).events.map((e) => e.id), ['gcf-c', 'gcf-b', 'gcf-a']);
+      const { raw, rolled } = await rollupsAgainstRaw(user);
+      assert.equal(rolled, raw);
+    } finally {
+      await db.query((sql) => sql.unsafe(`drop trigger watchtower_test_refuse on watchtower_events; drop function watchtower_test_refuse();`).simple());
+    }
+  });
+
   test('list: scoped by user, filters by type and deployVersion, limit, most recent first', async () => {
     const store = await open();
     const mine = Array.from({ length: 30 }, (_, i) =>

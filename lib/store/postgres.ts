@@ -20,6 +20,7 @@ import {
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { compactClosedDays, DayPartCache, decodeDay } from './postgres-compaction.ts';
+import { groupCommit } from './postgres-group-commit.ts';
 import { isoBounds } from './filter.ts';
 import { MIGRATION_LOCK, MIGRATIONS, type Migration } from './postgres-migrations.ts';
 import {
@@ -57,7 +58,7 @@ const DAYS_AHEAD = 2;
 /** How often an instance checks its LISTEN connection, and how long silence means it is lost. */
 const LISTEN_PING_MS = 3000;
 const LISTEN_TIMEOUT_MS = 8000;
-/** Insert statements running at once per instance, and the most events one statement carries. */
+/** Insert statements running at once per instance (of different users), and the most events one carries. */
 const MAX_INFLIGHT = 4;
 const MAX_GROUP_EVENTS = 2000;
 
@@ -100,7 +101,6 @@ interface Row { metadata: StoredEvent; raw: string | null }
 /** A row read for paging: seq is a bigint, which postgres.js hands over as a string. */
 interface SeqRow extends Row { seq: string }
 const toEvent = (r: Row): StoredEvent => (r.raw !== null ? (JSON.parse(r.raw) as StoredEvent) : r.metadata);
-const ownerKey = (e: Pick<StoredEvent, 'user_id' | 'id'>) => `${e.user_id ?? ''}\u0000${e.id}`;
 
 /**
  * The bound arrays of a batch's insert: one entry per event (its columns, dedupe key, receive day
@@ -500,42 +500,12 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     return new Set(rows.map((r) => `${r.owner}\u0000${r.id}`));
   };
 
-  // Group commit: requests that arrive while MAX_INFLIGHT statements are running are written
-  // together by the next one, so a burst of small batches costs a few statements and fsyncs,
-  // not one each. Each caller still gets exactly its own newly stored events, and a failed
-  // statement rejects every caller in its group (nothing of theirs was committed).
-  const pending: { events: StoredEvent[]; resolve: (stored: StoredEvent[]) => void; reject: (err: unknown) => void }[] = [];
-  let inflight = 0;
-  const pump = () => {
-    while (inflight < MAX_INFLIGHT && pending.length) {
-      const group = [pending.shift()!];
-      let size = group[0].events.length;
-      while (pending.length && size + pending[0].events.length <= MAX_GROUP_EVENTS) {
-        size += pending[0].events.length;
-        group.push(pending.shift()!);
-      }
-      inflight++;
-      void writeGroup(group).finally(() => {
-        inflight--;
-        pump();
-      });
-    }
-  };
-  const writeGroup = async (group: typeof pending) => {
-    // The first occurrence of an (owner, id) wins, within a batch and across the group, in order.
-    const first = new Map<string, StoredEvent>();
-    for (const { events } of group) for (const e of events) if (!first.has(ownerKey(e))) first.set(ownerKey(e), e);
-    let fresh: Set<string>;
-    try {
-      fresh = await writeBatch([...first.values()]);
-    } catch (err) {
-      for (const g of group) g.reject(err);
-      return;
-    }
-    for (const g of group) {
-      g.resolve(g.events.filter((e) => first.get(ownerKey(e)) === e && fresh.has(`${col(e.user_id) ?? ''}\u0000${col(e.id)}`)));
-    }
-  };
+  // Group commit (lib/store/postgres-group-commit.ts): one statement per user in flight, the
+  // user's requests arriving meanwhile merged into the next one.
+  const insert = groupCommit(async (events) => {
+    const fresh = await writeBatch(events);
+    return new Set(events.filter((e) => fresh.has(`${col(e.user_id) ?? ''}\u0000${col(e.id)}`)));
+  }, { maxInflight: MAX_INFLIGHT, maxEvents: MAX_GROUP_EVENTS });
 
   /** The WHERE conditions of a filter (the user first, so the per-user indexes serve it). */
   const filterSql = (f: EventFilter) => {
@@ -575,11 +545,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const store: Store = {
     persisted: true,
     insert(events) {
-      if (!events.length) return Promise.resolve([]);
-      return new Promise<StoredEvent[]>((resolve, reject) => {
-        pending.push({ events, resolve, reject });
-        pump();
-      });
+      return insert(events);
     },
 
     // Keyset pagination on seq, the insertion order, through the per-user (type | version, seq)
