@@ -17,6 +17,7 @@ import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts
 import type { Store } from '../lib/store/types.ts';
 import type { Worker } from 'node:worker_threads';
 import { enumerateCrashStates, type CrashState } from './helpers/crash-states.ts';
+import { RenameHook } from './helpers/hooked-fs.ts';
 import { createLog, mark, readLog, recordingFsModule, type LogEntry } from './helpers/recording-fs.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'watchtower-powerloss-'));
@@ -47,11 +48,12 @@ async function recordWorkload(path: string): Promise<LogEntry[]> {
     await store.insert(events);
     mark(log, { acked: events.map((e) => [e.id, Date.parse(e.receivedAt)]) });
   };
-  const options = { ...quiet, path, now: () => clock, fsModule: recordingFsModule(log), retentionIntervalMs: 20 };
+  // Every operation is recorded; a snapshot's rename onto the database file can be held (hooked-fs.ts).
+  const hook = new RenameHook(path);
+  const options = { ...quiet, path, now: () => clock, fsModule: hook.module(recordingFsModule(log)), retentionIntervalMs: 20 };
 
-  let inWindow: (() => Promise<void>) | null = null;
   let worker: Worker | null = null;
-  const a: Store = await openSqliteStore({ ...options, beforeSnapshotRename: () => inWindow?.(), onWorker: (w) => (worker = w) });
+  const a: Store = await openSqliteStore({ ...options, onWorker: (w) => (worker = w) });
   // Concurrent inserts share fsyncs. The first are 12 h old, for retention below (which prunes the
   // oldest first, in the order received).
   await Promise.all([insert(a, batch(12 * HOUR)), insert(a, batch(12 * HOUR))]);
@@ -63,11 +65,11 @@ async function recordWorkload(path: string): Promise<LogEntry[]> {
   await upsert(a, EMAILS[0]);
   // Snapshot 1: an insert is acknowledged after the rotation and before the rename (it is in the
   // new segment only), others run alongside.
-  inWindow = () => insert(a, batch());
+  hook.arm();
   const flushed = a.flush();
-  await Promise.all([insert(a, batch()), insert(a, batch())]);
+  const inWindow = hook.held().then(() => insert(a, batch())).then(() => hook.release());
+  await Promise.all([insert(a, batch()), insert(a, batch()), inWindow]);
   await flushed;
-  inWindow = null;
   await upsert(a, EMAILS[1]); // a newer record of the same user, in the next segment
   // 23 hours later the 12-hour-old events are past the 1-day retention.
   clock += 23 * HOUR;

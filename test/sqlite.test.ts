@@ -13,6 +13,7 @@ import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts
 import { databaseFile, growFile, loadSqlJs, readDatabaseFile } from '../lib/store/sqljs.ts';
 import type { Store } from '../lib/store/types.ts';
 import type { Worker } from 'node:worker_threads';
+import { RenameHook, SIMULATED_CRASH } from './helpers/hooked-fs.ts';
 import { runServerToExit } from './helpers/server.ts';
 
 const dirs: string[] = [];
@@ -245,24 +246,21 @@ test('replay is idempotent: a journal replayed twice over a snapshot that alread
 test('snapshot interrupted before the rename: the old snapshot is intact, the temp file is ignored and removed', async () => {
   const dir = tempDir();
   const path = join(dir, 'watchtower.sqlite');
-  let crashed = '';
-  let armed = false;
-  const { store } = await open(path, {
-    beforeSnapshotRename: (tmp) => {
-      if (!tmp.includes('.tmp-') || crashed || !armed) return;
-      crashed = crashCopy(dir);
-      throw new Error('simulated crash before rename');
-    },
-  });
+  const hook = new RenameHook(path);
+  const { store } = await open(path, { fsModule: hook.module() });
   const events = mixed(8);
   await store.insert(events.slice(0, 4));
   await store.flush();
   const snapshotBefore = readFileSync(path);
   await store.insert(events.slice(4));
-  armed = true;
-  const failure = await store.flush().then(() => null, (err: Error) => err);
-  assert.match(String(failure?.message), /simulated crash before rename/);
-  assert.ok(crashed, 'the hook ran');
+  // The snapshot's temp file is written and synced; the rename onto the database file is held.
+  hook.arm();
+  const flushing = store.flush().then(() => null, (err: Error) => err);
+  await hook.held();
+  const crashed = crashCopy(dir);
+  hook.release('fail');
+  const failure = await flushing;
+  assert.ok(failure?.message.includes(SIMULATED_CRASH), String(failure));
   assert.equal(readFileSync(path), snapshotBefore, 'the live snapshot was not touched');
   const left = readdirSync(crashed).filter((f) => f.includes('.tmp-'));
   assert.is(left.length, 1, 'the crash left a temp file');
@@ -413,19 +411,16 @@ test('a database worker that dies: operations answer StoreUnavailableError inste
   const dir = tempDir();
   const path = join(dir, 'watchtower.sqlite');
   let worker: Worker | null = null;
-  let stopped = false;
-  const { store, logs } = await open(path, {
-    onWorker: (w) => (worker = w),
-    // The worker waits for this answer in the middle of a snapshot: stop it right there.
-    beforeSnapshotRename: async () => {
-      if (!stopped) await worker!.terminate();
-      stopped = true;
-    },
-  });
+  const hook = new RenameHook(path);
+  const { store, logs } = await open(path, { onWorker: (w) => (worker = w), fsModule: hook.module() });
   const events = mixed(10);
   await store.insert(events.slice(0, 5));
-  const flushError = await store.flush().then(() => null, (err: Error) => err);
-  assert.ok(stopped, 'the worker was stopped during the snapshot');
+  // Stop the worker in the middle of a snapshot: its temp file written, the rename held.
+  hook.arm();
+  const flushing = store.flush().then(() => null, (err: Error) => err);
+  await hook.held();
+  await worker!.terminate();
+  const flushError = await flushing;
   assert.is(flushError?.name, 'StoreUnavailableError', String(flushError));
   const outcomes = await Promise.all([
     store.insert(events.slice(5)),

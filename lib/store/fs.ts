@@ -247,8 +247,10 @@ export async function removeGradually(fs: StoreFs, path: string, slice = 16 << 2
 
 /**
  * Test seam: where a store's StoreFs comes from when it is not node:fs. A module, by URL, exporting
- * `createStoreFs(data)`: the database worker cannot be handed an object, so each thread loads it
- * (`data` is copied to the worker as a message is; a SharedArrayBuffer in it is shared).
+ * `createStoreFs(data)` (which may be async): the database worker cannot be handed an object, so
+ * each thread loads it (`data` is copied to the worker as a message is; a SharedArrayBuffer in it
+ * is shared). This is how tests watch or hold the worker's file operations: the messages between
+ * the threads carry no test hooks.
  */
 export interface StoreFsModule {
   url: string;
@@ -257,6 +259,6 @@ export interface StoreFsModule {
 
 export async function loadStoreFs(module: StoreFsModule | undefined): Promise<StoreFs> {
   if (!module) return nodeFs;
-  const loaded = (await import(module.url)) as { createStoreFs(data: unknown): StoreFs };
-  return loaded.createStoreFs(module.data);
+  const loaded = (await import(module.url)) as { createStoreFs(data: unknown): StoreFs | Promise<StoreFs> };
+  return await loaded.createStoreFs(module.data);
 }

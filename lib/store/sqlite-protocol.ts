@@ -16,8 +16,6 @@ export interface InitArgs {
   dedupeWindowMs: number;
   /** Memory budget of the sealed segments held open for reads. */
   cacheBytes: number;
-  /** The main thread has a beforeSnapshotRename hook: ask it before each rename. */
-  askBeforeRename: boolean;
   /** Where the file operations come from; node:fs when absent. */
   fs?: StoreFsModule;
 }
@@ -97,7 +95,7 @@ export type Request =
   | { op: 'sealed'; segment: number; covered: number; diskBytes: number; now: number }
   | { op: 'close' };
 
-export type ToWorker = { id: number; req: Request } | { renameAnswer: number; error: string | null };
+export type ToWorker = { id: number; req: Request };
 
 export type FromWorker =
   | { id: number; ok: true; value: unknown }
@@ -106,5 +104,4 @@ export type FromWorker =
   /** Rows retention removed from the hot segment, as owner, id, owner, id, …: the main thread forgets their keys. */
   | { pruned: string[] }
   /** Sealed segments retention dropped: their key filters go. */
-  | { dropped: number[] }
-  | { beforeRename: number; tmp: string };
+  | { dropped: number[] };

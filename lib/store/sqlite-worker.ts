@@ -91,8 +91,6 @@ class Engine {
   private lastSeal: SealFigures | null = null;
   private sealStarted = new Map<number, { t0: number; reason: string; count: number }>();
   startup: HealthFigures['startup'] = { replayedEntries: 0, replayMs: 0, tornLinesSkipped: 0, ms: 0 };
-  private renameAnswers = new Map<number, (error: string | null) => void>();
-  private renameTokens = 0;
 
   constructor(private SQL: SqlJsStatic, db: Database, private args: InitArgs, private fs: StoreFs, manifests: Manifest[]) {
     this.hot = new SegmentDb(prepareDatabase(db));
@@ -516,7 +514,6 @@ class Engine {
       await writeNewFile(fs, tmp, bytes, SYNC_EVERY);
       wrote(); // the database may change again
       const heldMs = performance.now() - t0;
-      if (this.args.askBeforeRename) await this.askBeforeRename(tmp);
       // The replaced snapshot keeps a second name through the rename, so the rename does not free
       // its blocks all at once (see removeGradually); a crash leaves that name for start-up to remove.
       const old = join(dir, `${basename(path)}.old-${Date.now()}`);
@@ -629,21 +626,6 @@ class Engine {
         log(`sealed segment ${id} (${started.reason}): ${started.count} events, ${(disk / 1048576).toFixed(1)} MiB on disk, ${ms} ms`);
       }),
     };
-  }
-
-  /** The test seam beforeSnapshotRename runs on the main thread: ask it and wait for its answer. */
-  private askBeforeRename(tmp: string): Promise<void> {
-    const token = ++this.renameTokens;
-    return new Promise((resolve, reject) => {
-      this.renameAnswers.set(token, (error) => (error === null ? resolve() : reject(new Error(error))));
-      post({ beforeRename: token, tmp });
-    });
-  }
-
-  renameAnswer(token: number, error: string | null) {
-    const answer = this.renameAnswers.get(token);
-    this.renameAnswers.delete(token);
-    answer?.(error);
   }
 
   holds(segment: number): boolean {
@@ -836,7 +818,6 @@ function handle(req: Request): Handled {
 let ready: Promise<unknown> = Promise.resolve();
 
 port.on('message', (msg: ToWorker) => {
-  if ('renameAnswer' in msg) return engine?.renameAnswer(msg.renameAnswer, msg.error);
   const { id, req } = msg;
   const handled = ready.then(() => handle(req));
   ready = handled.then((h) => h.holds?.catch(() => {}), () => {});

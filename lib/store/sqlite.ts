@@ -66,11 +66,6 @@ export interface SqliteStoreOptions {
   retentionIntervalMs?: number;
   /** Clock (ms); tests pass a fixed one. */
   now?: () => number;
-  /**
-   * Test seam: runs after the temp file is fsynced and before it is renamed into place. The worker
-   * writing the snapshot waits for it; if it throws, the snapshot fails as a failed write would.
-   */
-  beforeSnapshotRename?: (tempPath: string) => void | Promise<void>;
   /** Test seam: receives the worker thread that owns the database (tests stop it to see a crash). */
   onWorker?: (worker: Worker) => void;
   /** Test seam: the file operations of both threads (default node:fs); see StoreFsModule. */
@@ -204,16 +199,6 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
       return;
     }
     if ('dropped' in msg) return dedupe.expire(clock(), msg.dropped);
-    if ('beforeRename' in msg) {
-      const token = msg.beforeRename;
-      Promise.resolve()
-        .then(() => options.beforeSnapshotRename?.(msg.tmp))
-        .then(
-          () => worker.postMessage({ renameAnswer: token, error: null } satisfies ToWorker),
-          (err: unknown) => worker.postMessage({ renameAnswer: token, error: err instanceof Error ? err.message : String(err) } satisfies ToWorker),
-        );
-      return;
-    }
     const p = pending.get(msg.id);
     if (!p) return;
     pending.delete(msg.id);
@@ -234,7 +219,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
       op: 'init',
       args: {
         path, retentionDays, maxEvents, now: clock(), dedupeWindowMs: dedupeDays * 86_400_000, cacheBytes: cacheMb * 1048576,
-        askBeforeRename: !!options.beforeSnapshotRename, fs: options.fsModule,
+        fs: options.fsModule,
       },
     });
     writer = await JournalWriter.open(fs, path, init.lastSegment + 1);
