@@ -122,9 +122,26 @@ export function vitalSummary(metric: number, count: number, p75Units: number | n
   };
 }
 
-/** Every metric's summary, empty ones included, in VITAL_NAMES order. */
-export function allMetrics(of: (metric: number) => VitalSummary | undefined): Record<VitalName, VitalSummary> {
-  const out = {} as Record<VitalName, VitalSummary>;
-  VITAL_NAMES.forEach((name, m) => (out[name] = of(m) ?? { count: 0, p75: null, good: 0, needsImprovement: 0, poor: 0 }));
-  return out;
+/**
+ * The vitals answer from what a counter gathered: `all[m]` for metric m over every page, and per
+ * page its events and `metrics[m]`. `summary` turns one gathered value into a VitalSummary
+ * (undefined when empty); the reference and the rollups gather differently and share the shape.
+ * Every metric is listed, empty ones included; pages list only the metrics they have.
+ */
+export function vitalsOf<T>(
+  all: readonly T[],
+  pages: Map<string, { events: number; metrics: readonly (T | undefined)[] }>,
+  summary: (metric: number, gathered: T | undefined) => VitalSummary | undefined,
+): Vitals {
+  const metrics = {} as Record<VitalName, VitalSummary>;
+  VITAL_NAMES.forEach((name, m) => (metrics[name] = summary(m, all[m]) ?? { count: 0, p75: null, good: 0, needsImprovement: 0, poor: 0 }));
+  const rows: VitalsPage[] = topRows([...pages].map(([name, page]) => {
+    const ofPage: VitalsPage['metrics'] = {};
+    VITAL_NAMES.forEach((metric, m) => {
+      const s = summary(m, page.metrics[m]);
+      if (s) ofPage[metric] = s;
+    });
+    return { name, events: page.events, metrics: ofPage };
+  }));
+  return { metrics, pages: rows };
 }

@@ -3,8 +3,8 @@
 // (docs/architecture.md, invariant 9; the store contract suite checks that). Stores build the same
 // answer from rollups (lib/rollup/).
 import {
-  allMetrics, DIMENSIONS, dimensionNames, topRows, vitalOf, vitalRating, vitalSummary, VITAL_NAMES,
-  type BreakdownRow, type Breakdowns, type PageRow, type Vitals, type VitalsPage, type VitalSummary,
+  DIMENSIONS, dimensionNames, topRows, vitalOf, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
+  type BreakdownRow, type Breakdowns, type PageRow, type Vitals, type VitalSummary,
 } from './breakdowns.ts';
 import type { StoredEvent } from './event.ts';
 
@@ -213,7 +213,7 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
   // rounded values of each vital, over all pages and per page.
   const dims = DIMENSIONS.map(() => new Map<string, { events: number; sessions: Set<string> }>());
   const vitalValues = VITAL_NAMES.map(() => [] as number[]);
-  const vitalPages = new Map<string, { events: number; values: number[][] }>();
+  const vitalPages = new Map<string, { events: number; metrics: number[][] }>();
 
   events.forEach((e, i) => {
     const received = times[i];
@@ -261,9 +261,9 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
     if (vital) {
       vitalValues[vital.metric].push(vital.units);
       let page = vitalPages.get(vital.page);
-      if (!page) vitalPages.set(vital.page, (page = { events: 0, values: VITAL_NAMES.map(() => []) }));
+      if (!page) vitalPages.set(vital.page, (page = { events: 0, metrics: VITAL_NAMES.map(() => []) }));
       page.events++;
-      page.values[vital.metric].push(vital.units);
+      page.metrics[vital.metric].push(vital.units);
     }
   });
 
@@ -320,21 +320,13 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
     return { ...row, p75: route && durations ? percentile(durations, 75) : null };
   });
   stats.breakdowns = { pages, referrers: rows(1), browsers: rows(2), os: rows(3), devices: rows(4), versions: rows(5) };
-  const summary = (m: number, values: number[]): VitalSummary | undefined => {
-    if (values.length === 0) return undefined;
+  const summary = (m: number, values: number[] | undefined): VitalSummary | undefined => {
+    if (!values?.length) return undefined;
     values.sort((a, b) => a - b);
     const ratings = [0, 0, 0];
     for (const v of values) ratings[vitalRating(m, v)]++;
     return vitalSummary(m, values.length, percentile(values, 75), ratings);
   };
-  const vitalsPages: VitalsPage[] = topRows([...vitalPages].map(([name, page]) => {
-    const metrics: VitalsPage['metrics'] = {};
-    VITAL_NAMES.forEach((metric, m) => {
-      const s = summary(m, page.values[m]);
-      if (s) metrics[metric] = s;
-    });
-    return { name, events: page.events, metrics };
-  }));
-  stats.vitals = { metrics: allMetrics((m) => summary(m, vitalValues[m])), pages: vitalsPages };
+  stats.vitals = vitalsOf(vitalValues, vitalPages, summary);
   return stats;
 }

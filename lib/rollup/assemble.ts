@@ -4,8 +4,8 @@
 // answers null, from raw events), and calls assembleStats. The result equals computeStats over the
 // same events; the property tests check that.
 import {
-  allMetrics, DIMENSIONS, topRows, vitalRating, vitalSummary, VITAL_NAMES,
-  type BreakdownRow, type PageRow, type VitalsPage, type VitalSummary,
+  DIMENSIONS, topRows, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
+  type BreakdownRow, type PageRow, type VitalSummary,
 } from '../breakdowns.ts';
 import type { Recents } from '../live-window.ts';
 import {
@@ -186,15 +186,7 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   stats.breakdowns = { pages, referrers: rows(1), browsers: rows(2), os: rows(3), devices: rows(4), versions: rows(5) };
   const summary = (m: number, t: VitalTotals | undefined): VitalSummary | undefined =>
     t && t.count ? vitalSummary(m, t.count, t.values.nearestRanks(t.count, [75])[0], t.ratings) : undefined;
-  const vitalsPages: VitalsPage[] = topRows([...vitalPages].map(([name, page]) => {
-    const metrics: VitalsPage['metrics'] = {};
-    VITAL_NAMES.forEach((metric, m) => {
-      const s = summary(m, page.metrics[m]);
-      if (s) metrics[metric] = s;
-    });
-    return { name, events: page.events, metrics };
-  }));
-  stats.vitals = { metrics: allMetrics((m) => summary(m, vitals[m])), pages: vitalsPages };
+  stats.vitals = vitalsOf(vitals, vitalPages, summary);
   return stats;
 }
 
