@@ -3,6 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { DIMENSIONS } from '../lib/breakdowns.ts';
+import { IdSet } from '../lib/rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../lib/rollup/codec.ts';
 import { RouteDurations } from '../lib/rollup/durations.ts';
 import { HourRollup, type RollupPart, type RollupRow } from '../lib/rollup/hour.ts';
@@ -250,6 +251,24 @@ test('nearest ranks over gathered counts: dense and sparse values (negative, pas
   assert.equal(gathered.nearestRanks(durations.length, ps), ps.map((p) => percentile(sorted, p)), 'the scratch is left clean');
   assert.equal(new RouteDurations().nearestRanks(0, [50]), [0]);
   assert.throws(() => gathered.nearestRanks(3, [95, 50]), /ascending/);
+});
+
+test('IdSet: the breakdowns\' distinct sessions count what a Set counts, across growth and word edges', () => {
+  let seed = 7;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const ids = new IdSet(), expected = new Set<number>();
+  // Small ids first, then ids far past the initial 128 bits (several growths), repeats throughout.
+  for (let i = 0; i < 20_000; i++) {
+    const id = i < 500 ? Math.floor(rand() * 100) : Math.floor(rand() * 50_000);
+    ids.add(id);
+    expected.add(id);
+    if (i % 997 === 0) assert.is(ids.size, expected.size, `after ${i + 1} adds`);
+  }
+  for (const id of [0, 31, 32, 63, 64, 50_000, 50_001, 65_535, 65_536]) {
+    ids.add(id);
+    expected.add(id);
+  }
+  assert.is(ids.size, expected.size);
 });
 
 test.run();
