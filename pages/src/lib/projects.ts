@@ -1,14 +1,8 @@
 // A project as GET /api/projects answers it (docs/api.md#projects), and the snippets that connect an
 // app to it: shared by the projects page and the dashboard's project panel.
+import type { Project } from '../../../lib/projects.ts';
 
-export interface Project {
-  id: string;
-  name: string;
-  key: string;
-  allowedOrigins: string[];
-  createdAt: string;
-  rateLimitPerMinute: number;
-}
+export type { Project };
 
 /** The ready-to-paste script tag that loads the SDK from `origin` with the project's key. */
 export const scriptTag = (p: Project, origin: string): string =>
