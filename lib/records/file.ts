@@ -148,15 +148,7 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
   };
 
   return {
-    async get<T>(kind: string, id: string, userId: string) {
-      return held.get<T>(kind, id, userId);
-    },
-    async find<T>(kind: string, id: string) {
-      return held.get<T>(kind, id);
-    },
-    async list<T>(kind: string, userId: string) {
-      return held.list<T>(kind, userId);
-    },
+    ...held.reads(),
     put(records) {
       // Serialised now: a caller's later change to a body must not reach the log.
       const put = records.map((r): [string, string, string, unknown] => [r.kind, r.id, r.userId, JSON.parse(JSON.stringify(r.body ?? null))]);

@@ -1,7 +1,7 @@
 // Records held in memory: kind → id → owner and body. The memory record store is one of these;
 // the file record store replays its log into one. Bodies are kept as JSON text and every read
 // parses a fresh copy, so no caller can change what is stored by changing what it got.
-import { RecordConflictError, type StoredRecord } from './types.ts';
+import { RecordConflictError, type RecordStore, type StoredRecord } from './types.ts';
 
 export interface Held {
   userId: string;
@@ -24,6 +24,15 @@ export class HeldRecords {
   }
 
   /** Throws RecordConflictError when one of the records exists with another owner. */
+  /** The record store's reads, answered from what is held (both stores that hold records use them). */
+  reads(): Pick<RecordStore, 'get' | 'find' | 'list'> {
+    return {
+      get: async (kind, id, userId) => this.get(kind, id, userId),
+      find: async (kind, id) => this.get(kind, id),
+      list: async (kind, userId) => this.list(kind, userId),
+    };
+  }
+
   checkOwners(records: Iterable<{ kind: string; id: string; userId: string }>): void {
     for (const r of records) {
       const held = this.kinds.get(r.kind)?.get(r.id);

@@ -7,15 +7,7 @@ export function createMemoryRecords(): RecordStore {
   const blobs = new Map<string, Uint8Array>();
 
   return {
-    async get<T>(kind: string, id: string, userId: string) {
-      return held.get<T>(kind, id, userId);
-    },
-    async find<T>(kind: string, id: string) {
-      return held.get<T>(kind, id);
-    },
-    async list<T>(kind: string, userId: string) {
-      return held.list<T>(kind, userId);
-    },
+    ...held.reads(),
     async put(records) {
       held.checkOwners(records);
       for (const r of records) held.set(r.kind, r.id, r.userId, JSON.stringify(r.body));
