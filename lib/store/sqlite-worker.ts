@@ -19,7 +19,7 @@ import { encodePart, FrozenHour } from '../rollup/codec.ts';
 import { HourRollup, rollupRow, type RollupRow } from '../rollup/hour.ts';
 import { UserRollups } from '../rollup/user.ts';
 import {
-  ACTIVE_WINDOW_MS, LATENCY_POINTS, RECENT_ACTIVITY, RECENT_ERRORS, feedbackRating, pageloadDuration, routeKey,
+  ACTIVE_WINDOW_MS, LATENCY_POINTS, RECENT_ACTIVITY, RECENT_ERRORS,
   type LatencyPoint, type ResolvedRange, type Stats, type StatsRange,
 } from '../stats.ts';
 import { buildFilter } from './dedupe.ts';
@@ -163,10 +163,10 @@ class Engine {
         const owner = ownerKey(e.user_id);
         const receivedMs = Date.parse(e.receivedAt);
         const receivedAt = Number.isFinite(receivedMs) ? new Date(receivedMs).toISOString() : String(e.receivedAt);
-        const duration = pageloadDuration(e);
-        const route = duration === null ? null : routeKey(e);
+        // The rollup row computes route, duration and rating once, for the columns and the rollups.
+        const row = rollupRow(e, receivedMs);
+        const { route, duration, rating } = row;
         const ttfb = typeof e.data?.ttfb === 'number' && Number.isFinite(e.data.ttfb) ? e.data.ttfb : null;
-        const rating = feedbackRating(e);
         const session = e.sessionId || null;
         const seq = this.maxSeq + 1;
         const version = e.deployVersion ?? null;
@@ -180,7 +180,7 @@ class Engine {
         this.maxSeq = seq;
         this.hotCount++;
         added++;
-        if (this.derived) this.track(owner, rollupRow(e, receivedMs), e);
+        if (this.derived) this.track(owner, row, e);
       }
       db.exec('COMMIT');
     } catch (err) {
