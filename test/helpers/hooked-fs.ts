@@ -58,17 +58,13 @@ export class RenameHook {
   }
 }
 
-/** Waits, without blocking the thread, until the slot no longer holds `value`. */
+/**
+ * Waits, without blocking the thread, until the slot no longer holds `value`. It polls with a timer
+ * rather than Atomics.waitAsync: Node does not count a pending waitAsync as work, so a process
+ * whose only pending work is a held rename could end mid-await (exit code 13).
+ */
 async function waitWhile(slots: Int32Array, index: number, value: number): Promise<void> {
-  while (Atomics.load(slots, index) === value) {
-    const wait = (Atomics as { waitAsync?: (a: Int32Array, i: number, v: number, t?: number) => { async: boolean; value: unknown } }).waitAsync;
-    if (wait) {
-      const result = wait(slots, index, value, 50);
-      if (result.async) await result.value;
-    } else {
-      await new Promise((r) => setTimeout(r, 2));
-    }
-  }
+  while (Atomics.load(slots, index) === value) await new Promise((r) => setTimeout(r, 2));
 }
 
 /** Called by the store, on each thread (see StoreFsModule). */
