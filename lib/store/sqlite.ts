@@ -168,13 +168,23 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   /** Why the worker is gone; once set, every operation answers StoreUnavailableError. */
   let failure: StoreUnavailableError | null = null;
   // The worker must not keep the process alive by itself (the old single-thread store did not),
-  // but must while someone waits for its answer.
+  // but the process must stay alive while someone waits for its answer. A timer does that, not the
+  // worker's own ref: terminate() refs the worker until it has exited, and a late answer that
+  // unref'd it again let Node end the process mid-await (exit code 13).
   worker.unref();
+  let waiting: ReturnType<typeof setInterval> | null = null;
+  const holdOpen = (on: boolean) => {
+    if (on) waiting ??= setInterval(() => {}, 1 << 30);
+    else if (waiting !== null) {
+      clearInterval(waiting);
+      waiting = null;
+    }
+  };
 
   function request<T>(req: Request): Promise<T> {
     if (failure) return Promise.reject(failure);
     const id = ++nextId;
-    if (pending.size === 0) worker.ref();
+    holdOpen(true);
     return new Promise<T>((resolve, reject) => {
       pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
       worker.postMessage({ id, req } satisfies ToWorker);
@@ -187,7 +197,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     log(`sqlite: ${failure.message}`);
     for (const p of pending.values()) p.reject(failure);
     pending.clear();
-    worker.unref();
+    holdOpen(false);
     for (const w of drainWaiters.splice(0)) w();
     void worker.terminate();
   }
@@ -202,7 +212,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     const p = pending.get(msg.id);
     if (!p) return;
     pending.delete(msg.id);
-    if (pending.size === 0) worker.unref();
+    if (pending.size === 0) holdOpen(false);
     if (msg.ok) p.resolve(msg.value);
     else if (msg.error.name === 'CorruptDatabaseError') p.reject(new CorruptDatabaseError(path, new Error(msg.error.message)));
     else p.reject(Object.assign(new Error(msg.error.message), { name: msg.error.name }));
