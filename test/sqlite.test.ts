@@ -133,16 +133,28 @@ test('snapshots write the database file itself, not an exported copy, for a new 
   const dir = tempDir();
   const path = join(dir, 'watchtower.sqlite');
   const direct = /^snapshot \(flush\): \d+ events, [\d.]+ MiB, database held \d+ ms, \d+ ms in all$/;
-  const { store, logs } = await open(path);
+  const { store, logs } = await open(path, { snapshotCopyBytes: 0 });
   await store.insert(mixed(20));
   await store.flush();
   assert.ok(logs.some((l) => direct.test(l)), logs.join('\n'));
   await store.close();
-  const { store: again, logs: logsAgain } = await open(path);
+  const { store: again, logs: logsAgain } = await open(path, { snapshotCopyBytes: 0 });
   await again.insert([ev({ id: 'after-reopen' })]);
   await again.flush();
   assert.ok(logsAgain.some((l) => direct.test(l)), logsAgain.join('\n'));
   assert.is((await again.health()).eventCount, 21);
+  await again.close();
+  // By default a database this small is copied, and reads go on while the copy is written.
+  const { store: third, logs: logsThird } = await open(path);
+  await third.insert([ev({ id: 'copied' })]);
+  const flushed = third.flush();
+  const read = third.list({ userId: 'u', limit: 100 });
+  await flushed;
+  assert.is((await read).events.length, 22);
+  assert.ok(logsThird.some((l) => /^snapshot \(flush\): \d+ events, [\d.]+ MiB, a copy written, \d+ ms in all$/.test(l)), logsThird.join('\n'));
+  await third.close();
+  const { store: last } = await open(path);
+  assert.is((await last.health()).eventCount, 22);
 });
 
 test('growFile: a large file grows in place, keeping its bytes; a small one is copied', () => {

@@ -16,6 +16,8 @@ export interface InitArgs {
   dedupeWindowMs: number;
   /** Memory budget of the sealed segments held open for reads. */
   cacheBytes: number;
+  /** Snapshots of a database up to this size write a copy (see SqliteStoreOptions). */
+  snapshotCopyBytes: number;
   /** Where the file operations come from; node:fs when absent. */
   fs?: StoreFsModule;
 }

@@ -488,15 +488,19 @@ class Engine {
 
   /**
    * Writes the hot segment's database to a temp file, syncs it and renames it into place as `<db>`,
-   * then drops the journal segments it covers. The file sql.js holds is written as it is, and no
-   * other message is handled until it is (`written`: reads wait meanwhile; acknowledgements never
-   * do): no copy of the database is made. Only a stock sql.js, whose file is out of reach, exports.
+   * then drops the journal segments it covers. A small database (right after a seal, or in light
+   * traffic) is copied, which takes a few milliseconds, and other messages go on while the copy is
+   * written. A large one is written as sql.js holds it, and no other message is handled until it
+   * is (`written`: reads wait meanwhile; acknowledgements never do), rather than doubling the
+   * memory it takes. Only a stock sql.js, whose file is out of reach, exports.
    */
   snapshot(covered: number, reason: string, now: number): { written: Promise<void>; done: Promise<void> } {
+    const live = databaseFile(this.hot.db);
+    const copy = live && live.length <= this.args.snapshotCopyBytes ? live.slice() : null;
     let wrote!: () => void;
-    const written = new Promise<void>((resolve) => (wrote = resolve));
-    const done = this.writeSnapshot(covered, reason, now, wrote, null).finally(wrote);
-    return { written, done };
+    const written = copy ? Promise.resolve() : new Promise<void>((resolve) => (wrote = resolve));
+    const done = this.writeSnapshot(covered, reason, now, copy ? () => {} : wrote, copy);
+    return { written, done: copy ? done : done.finally(wrote) };
   }
 
   private async writeSnapshot(covered: number, reason: string, now: number, wrote: () => void, copy: Uint8Array | null): Promise<void> {
@@ -513,7 +517,7 @@ class Engine {
       const size = bytes.length;
       await writeNewFile(fs, tmp, bytes, SYNC_EVERY);
       wrote(); // the database may change again
-      const heldMs = performance.now() - t0;
+      const heldMs = copy ? 0 : performance.now() - t0;
       // The replaced snapshot keeps a second name through the rename, so the rename does not free
       // its blocks all at once (see removeGradually); a crash leaves that name for start-up to remove.
       const old = join(dir, `${basename(path)}.old-${Date.now()}`);
@@ -526,8 +530,8 @@ class Engine {
       const totalMs = performance.now() - t0;
       this.snapshotBytes = size;
       this.lastSnapshot = { at: new Date(now).toISOString(), events, bytes: size, heldMs: Math.round(heldMs), totalMs: Math.round(totalMs) };
-      log(`snapshot (${reason}): ${events} events, ${(size / 1048576).toFixed(1)} MiB, database held ${Math.round(heldMs)} ms` +
-        `${live || copy ? '' : ' (exported: a copy)'}, ${Math.round(totalMs)} ms in all`);
+      log(`snapshot (${reason}): ${events} events, ${(size / 1048576).toFixed(1)} MiB, ` +
+        `${copy ? 'a copy written' : `database held ${Math.round(heldMs)} ms${live ? '' : ' (exported: a copy)'}`}, ${Math.round(totalMs)} ms in all`);
     } catch (err) {
       await fs.remove(tmp).catch(() => {});
       log(`snapshot (${reason}) failed; the journal is kept: ${err instanceof Error ? err.message : String(err)}`);

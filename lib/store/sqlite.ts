@@ -58,6 +58,11 @@ export interface SqliteStoreOptions {
    * one); at 4× this size it is taken at once, pause or not. Default 64 MiB (~150k events).
    */
   journalMaxBytes?: number;
+  /**
+   * A database up to this size is copied for a snapshot, so reads go on while it is written; a
+   * larger one is held for the write instead of doubling its memory. Default 32 MiB.
+   */
+  snapshotCopyBytes?: number;
   /** The pause in writes a size-triggered snapshot waits for. Default 1 s. */
   gapSnapshotMs?: number;
   /** A snapshot is taken once no write happened for this long and the journal is not empty. Default 30 s. */
@@ -78,12 +83,21 @@ export const DEFAULT_MAX_EVENTS = 50_000_000;
 export const DEFAULT_CACHE_MB = 128;
 export const DEFAULT_DEDUPE_DAYS = 7;
 export const DEFAULT_SEAL_EVENTS = 150_000;
+/** Reads waited up to 160 ms behind the small snapshot that follows every seal, held on a busy disk. */
+export const DEFAULT_SNAPSHOT_COPY_BYTES = 32 << 20;
 /**
  * Journal text sent to the worker and not yet applied, past which the commit loop waits: the worker
  * applies ~20k events/s, so this bounds both the memory of the backlog and how stale a read can be
  * (a read queues behind it) during a bulk load. Ordinary traffic and a snapshot's export never get near.
  */
 const MAX_UNAPPLIED_BYTES = 8 * 1024 * 1024;
+/**
+ * The same bound while a snapshot or seal runs. The worker does its part of those between the
+ * messages queued ahead of it, one file operation at a time: behind a full backlog each operation
+ * waited for seconds of inserts, and a seal took 26 s during a bulk load, while the hot segment
+ * grew to twice its bound. A short queue keeps inserts going and lets the seal finish.
+ */
+const SEALING_UNAPPLIED_BYTES = 256 * 1024;
 
 /** The database file exists but is not a database sql.js can read. */
 export class CorruptDatabaseError extends Error {
@@ -229,6 +243,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
       op: 'init',
       args: {
         path, retentionDays, maxEvents, now: clock(), dedupeWindowMs: dedupeDays * 86_400_000, cacheBytes: cacheMb * 1048576,
+        snapshotCopyBytes: options.snapshotCopyBytes ?? DEFAULT_SNAPSHOT_COPY_BYTES,
         fs: options.fsModule,
       },
     });
@@ -280,7 +295,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     request({ op: 'apply', lines: text, now: clock() }).then(
       () => {
         unappliedBytes -= text.length;
-        if (unappliedBytes <= MAX_UNAPPLIED_BYTES) for (const w of drainWaiters.splice(0)) w();
+        for (const w of drainWaiters.splice(0)) w();
       },
       // The journal has these lines but the database does not: a restart replays them. Until then
       // reads would miss acknowledged events, so the store stops answering rather than lie.
@@ -291,7 +306,9 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   async function loop() {
     try {
       while (queue.length) {
-        while (unappliedBytes > MAX_UNAPPLIED_BYTES && !failure) await new Promise<void>((r) => drainWaiters.push(r));
+        while (unappliedBytes > (snapshotting ? SEALING_UNAPPLIED_BYTES : MAX_UNAPPLIED_BYTES) && !failure) {
+          await new Promise<void>((r) => drainWaiters.push(r));
+        }
         // A barrier (lines === '') ends a group: a snapshot must not cover lines written after it.
         let end = queue.findIndex((op) => op.lines === '');
         end = end === -1 ? queue.length : end === 0 ? 1 : end;
