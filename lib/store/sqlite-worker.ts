@@ -80,6 +80,13 @@ class Engine {
   private scopes = new Map<string, Scope>();
   /** Whether rollups (and the main thread's keys) follow the rows: not during start-up's replay. */
   private derived = false;
+  /**
+   * The rows start-up's replay inserted, as it had them: derive() tracks these instead of reading
+   * them back and parsing their JSON again (a third of a 100k-event replay's time).
+   */
+  private replayed: TrackedRow[] | null = null;
+  /** The hot segment's newest seq before the replay: rows up to it came from the snapshot. */
+  private snapshotMaxSeq = 0;
   private hotCount = 0;
   private maxSeq = 0;
   private prunedTotal = 0;
@@ -181,6 +188,7 @@ class Engine {
         this.hotCount++;
         added++;
         if (this.derived) this.track(owner, row, e);
+        else this.replayed?.push({ seq, owner, row, e });
       }
       db.exec('COMMIT');
     } catch (err) {
@@ -192,6 +200,13 @@ class Engine {
 
   applyUser(u: AppUser) {
     this.hot.statement(UPSERT_USER).run([u.idp_user_id, u.email, u.display_name, u.last_seen_at]);
+  }
+
+  /** Start-up's replay of the journal (before derive). Returns how many events were new. */
+  replay(entries: JournalEntry[]): number {
+    this.snapshotMaxSeq = this.maxSeq;
+    this.replayed = [];
+    return this.applyEntries(entries);
   }
 
   /** Journal entries in journal order: runs of events in one transaction, users as they come. */
@@ -244,17 +259,24 @@ class Engine {
     }
     this.derived = true;
     const ids = new Map<string, string[]>();
-    const all = this.hot.db.prepare(`SELECT ${TRACK_COLUMNS} FROM events ORDER BY seq`);
+    const take = ({ owner, row, e }: TrackedRow) => {
+      this.track(owner, row, e);
+      let list = ids.get(owner);
+      if (!list) ids.set(owner, (list = []));
+      list.push(e.id);
+    };
+    // The snapshot's rows, then the replayed ones still there (retention deletes the oldest seqs).
+    const all = this.hot.db.prepare(`SELECT ${TRACK_COLUMNS} FROM events WHERE seq <= ? ORDER BY seq`);
     try {
-      while (all.step()) {
-        const { owner, row, e } = rowFrom(all.get());
-        this.track(owner, row, e);
-        let list = ids.get(owner);
-        if (!list) ids.set(owner, (list = []));
-        list.push(e.id);
-      }
+      all.bind([this.replayed ? this.snapshotMaxSeq : Number.MAX_SAFE_INTEGER]);
+      while (all.step()) take(rowFrom(all.get()));
     } finally {
       all.free();
+    }
+    if (this.replayed) {
+      const first = this.hot.scalar('SELECT MIN(seq) FROM events') ?? Infinity;
+      for (const r of this.replayed) if (r.seq >= first) take(r);
+      this.replayed = null;
     }
     const keys: Record<string, string> = {};
     for (const [owner, list] of ids) keys[owner] = list.join('\n');
@@ -730,7 +752,7 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
   const segments = all.filter((s) => s.seq > watermark);
   const replayStart = performance.now();
   const journal = await readSegments(fs, segments);
-  const replayed = engine.applyEntries(journal.entries);
+  const replayed = engine.replay(journal.entries);
   const replayMs = performance.now() - replayStart;
   for (const t of journal.skipped) {
     log(`journal: skipped an unreadable ${t.last ? 'last ' : ''}line ${t.line} (${t.bytes} bytes) of ${t.path}` +
