@@ -111,6 +111,16 @@ export class Dedupe {
     return token;
   }
 
+  /**
+   * The filter of a segment being sealed: the sorted hashes of its exact ids, as retention left
+   * them (the worker reports what it prunes before it answers the seal).
+   */
+  filterOf(token: number): Float64Array {
+    const out: number[] = [];
+    for (const [owner, ids] of this.sealing.get(token) ?? []) for (const id of ids) out.push(keyHash(owner, id));
+    return Float64Array.from(out).sort();
+  }
+
   /** The seal is durable: its exact ids give way to its filter (none when it sealed nothing). */
   sealed(token: number, filter: SegmentFilter | null, now: number): void {
     this.sealing.delete(token);
@@ -130,11 +140,4 @@ export class Dedupe {
   get filterBytes(): number {
     return this.filters.reduce((n, f) => n + f.hashes.byteLength, 0);
   }
-}
-
-/** The sorted hashes of a segment's keys. */
-export function buildFilter(keys: Iterable<[owner: string, id: string]>): Float64Array {
-  const out: number[] = [];
-  for (const [owner, id] of keys) out.push(keyHash(owner, id));
-  return Float64Array.from(out).sort();
 }

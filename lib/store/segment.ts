@@ -153,19 +153,6 @@ export class SegmentDb {
     }
   }
 
-  /** Every (owner, id) stored, for a key filter. */
-  *keys(): Generator<[string, string]> {
-    const s = this.db.prepare('SELECT user_id, id FROM events');
-    try {
-      while (s.step()) {
-        const v = s.get();
-        yield [v[0] as string, v[1] as string];
-      }
-    } finally {
-      s.free();
-    }
-  }
-
   /** A copy of the database file (stock sql.js only: it frees every statement, so they are forgotten). */
   export(): Uint8Array {
     this.stmts.clear();

@@ -16,13 +16,12 @@ import type { StoredEvent } from '../event.ts';
 import { LiveWindow, NO_RECENTS, pointOf, type Recents } from '../live-window.ts';
 import { assembleStats, planStats } from '../rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../rollup/codec.ts';
-import { HourRollup, rollupRow, type RollupRow } from '../rollup/hour.ts';
+import { HourRollup, rollupRow, type RollupPart, type RollupRow } from '../rollup/hour.ts';
 import { UserRollups } from '../rollup/user.ts';
 import {
   ACTIVE_WINDOW_MS, LATENCY_POINTS, RECENT_ACTIVITY, RECENT_ERRORS,
   type LatencyPoint, type ResolvedRange, type Stats, type StatsRange,
 } from '../stats.ts';
-import { buildFilter } from './dedupe.ts';
 import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs } from './fs.ts';
 import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
 import { decodeManifest, fromBase64, manifestFile, partText, readSegment, segmentFile, segmentName, type Manifest } from './seal.ts';
@@ -35,6 +34,8 @@ import type { AppUser } from './types.ts';
 
 const DAY_MS = 86_400_000;
 const PRUNE_BATCH = 2000;
+/** Hour parts a seal encodes between two turns of the event loop (~10 ms of work). */
+const ENCODE_SLICE = 24;
 /** Snapshot bytes written between two syncs of the temp file (see writeNewFile). */
 const SYNC_EVERY = 2 << 20;
 const PRAGMAS = 'PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA cache_size=-16000; PRAGMA temp_store=MEMORY;';
@@ -585,14 +586,15 @@ class Engine {
     const bounds = old.db.exec('SELECT MIN(seq), MAX(seq), MIN(received_at), MAX(received_at), COUNT(*) FROM events')[0].values[0];
     const owners: Manifest['owners'] = {};
     const windows: Manifest['windows'] = {};
+    const toEncode: [Manifest['owners'][string], RollupPart[], UserRollups][] = [];
     for (const [owner, scope] of this.scopes) {
+      // The parts of this segment: inserts from now on go to the next one's.
       const parts = scope.rollups.parts(id);
       if (parts.length) {
-        const encoded = parts.map((p) => encodePart(p));
-        owners[owner] = { count: parts.reduce((n, p) => n + p.total, 0), parts: encoded.map(partText) };
-        for (const b of encoded) scope.rollups.setPart(FrozenHour.decode(b), id);
+        owners[owner] = { count: parts.reduce((n, p) => n + p.total, 0), parts: [] };
+        toEncode.push([owners[owner], parts, scope.rollups]);
       }
-      // A copy: toJSON shares the window's arrays, which keep changing while the manifest is written.
+      // A copy, as of the seal: start-up adds the later hot rows on top of it.
       windows[owner] = structuredClone(scope.window.toJSON());
     }
     const manifest: Manifest = {
@@ -607,7 +609,8 @@ class Engine {
       owners,
       windows,
       users: [],
-      filter: buildFilter(old.keys()),
+      // The main thread fills it in from the exact ids it holds for this segment.
+      filter: new Float64Array(0),
     };
     // The new hot segment, with the users (they live in the hot segment).
     const fresh = new SegmentDb(prepareDatabase(new this.SQL.Database()));
@@ -621,7 +624,6 @@ class Engine {
     this.hotCount = 0;
     this.sealedJournal = covered;
     this.setMeta();
-    swapped(); // the next message sees the new hot segment
     // A copy: the sealed database stays open here for reads while the main thread writes it.
     const database = (databaseFile(old.db) ?? old.export()).slice();
     manifest.bytes = database.length;
@@ -629,6 +631,22 @@ class Engine {
     segment.writing = true;
     this.sealed.add(segment, old);
     this.sealStarted.set(id, { t0, reason, count: manifest.count });
+    swapped(); // the next message sees the new hot segment, and the sealed one among the others
+    // Encoding a segment's hour parts took up to 230 ms for a few busy days: done in slices, with
+    // the messages that arrive meanwhile (reads, inserts) handled between them. Each part is
+    // replaced by its frozen form, which takes less memory and reads the same.
+    for (const [entry, parts, rollups] of toEncode) {
+      for (let i = 0; i < parts.length; i += ENCODE_SLICE) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 0));
+        // Retention dropped the segment meanwhile (only when it alone exceeds the event limit).
+        if (!this.sealed.has(id)) return null;
+        for (const part of parts.slice(i, i + ENCODE_SLICE)) {
+          const bytes = encodePart(part);
+          entry.parts.push(partText(bytes));
+          rollups.setPart(FrozenHour.decode(bytes), id);
+        }
+      }
+    }
     return { manifest, database };
   }
 
@@ -851,7 +869,7 @@ port.on('message', (msg: ToWorker) => {
     (value) => {
       const sealed = value as SealAnswer | null;
       // A seal's bytes travel without a copy.
-      const transfer = req.op === 'seal' && sealed ? [sealed.database.buffer as ArrayBuffer, sealed.manifest.filter.buffer as ArrayBuffer] : [];
+      const transfer = req.op === 'seal' && sealed ? [sealed.database.buffer as ArrayBuffer] : [];
       port.postMessage({ id, ok: true, value } satisfies FromWorker, transfer);
     },
     (err: unknown) => {

@@ -423,6 +423,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
       const sealed = await done;
       if (!sealed) return dedupe.sealed(token, null, clock());
       const { manifest, database } = sealed;
+      manifest.filter = dedupe.filterOf(token);
       try {
         // Written here, not on the worker, whose event loop is busy applying inserts.
         const diskBytes = await writeSegment(fs, path, database, manifest);
