@@ -668,6 +668,58 @@ async function register() {
     }
   });
 
+  test('migration from schema version 6 marks compacted days without counters left, keeps every event, and stats stay exact', async () => {
+    const old = await createTestDatabase();
+    try {
+      const now = Date.now();
+      const today = Math.floor(now / 86_400_000);
+      const at = (daysAgo: number, i: number) => (today - daysAgo) * 86_400_000 + 3_600_000 + i * 60_000;
+      const make = (id: string, ms: number, i: number) => ({
+        ...ev({ id, type: ['pageload', 'error', 'click'][i % 3], sessionId: `s${i % 4}`, route: `/r${i % 2}`, data: { duration: 100 + i } }, 'm7', ms),
+        ...(i % 3 ? {} : { projectId: 'p' }),
+      });
+      // Eight days, then compacted; then one late event into a compacted day (its counters stay).
+      const events = Array.from({ length: 8 }, (_, d) => Array.from({ length: 6 }, (_, i) => make(`m7-${d}-${i}`, at(d + 1, i), i))).flat();
+      let store = await openPostgresStore({ url: old.url });
+      try {
+        await store.insert(events);
+        await old.query((sql) => compactClosedDays(sql, now));
+        const late = make('m7-late', at(3, 30), 1);
+        assert.equal(await store.insert([late]), [late]);
+        events.push(late);
+      } finally {
+        await store.close();
+      }
+      // The schema as version 6 left it.
+      await old.query((sql) => sql`alter table watchtower_event_days drop column compacted`);
+      await old.query((sql) => sql`drop function if exists watchtower_all_new`);
+      await old.query((sql) => sql`delete from watchtower_migrations where version > 6`);
+      store = await openPostgresStore({ url: old.url });
+      try {
+        assert.is((await store.health()).schemaVersion, MIGRATIONS[MIGRATIONS.length - 1].version);
+        const marks = await old.query((sql) => sql<{ day: number; events: number; compacted: number | null }[]>`
+          select day, events::int, compacted::int from watchtower_event_days where user_id = 'm7' order by day`);
+        assert.is(marks.length, 8);
+        for (const m of marks) {
+          if (m.day === today - 3) assert.is(m.compacted, null, 'the day with a late insert stays read as counters');
+          else assert.is(m.compacted, m.events, `day ${m.day} marked`);
+        }
+        // In the order they were stored (latency points are the latest by insertion).
+        const mine = await exported(store, 'm7');
+        assert.equal(mine.map((e) => e.id).sort(), events.map((e) => e.id).sort(), 'every event once');
+        for (const range of [undefined, { from: now - 30 * 86_400_000 }, { from: at(5, 2) + 1234, to: at(2, 3) }]) {
+          assert.equal(await store.stats('m7', now, range), computeStats(mine, now, range), `stats ${JSON.stringify(range)}`);
+          const p = mine.filter((e) => e.projectId === 'p');
+          assert.equal(await store.stats('m7', now, range, 'p'), computeStats(p, now, range), `project stats ${JSON.stringify(range)}`);
+        }
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await old.drop();
+    }
+  });
+
   // --- Two real server.ts instances on one database -------------------------------------------
 
   const env = () => ({ SERVICE_STORAGE: 'postgres', DATABASE_URL: db.url, SERVICE_RATE_LIMIT: '0' });

@@ -315,4 +315,30 @@ export const MIGRATIONS: readonly Migration[] = [
         from watchtower_events group by 1, 2;
     `,
   },
+  {
+    version: 7,
+    name: 'compacted user days',
+    // Statistics used to read the counter rows of every day in range, which planned and scanned
+    // every daily partition of watchtower_rollups, although a compacted day has counter rows
+    // left (besides the session counters) only if an insert of that day committed after its
+    // compaction read them. `compacted` is the owner's `events` of the day as a compaction that
+    // stored rows of that owner saw them (the smallest, if several did): while `events` still
+    // equals it, the day has no counters of that owner left, and statistics read only the other
+    // days' partitions (lib/store/postgres-compaction.ts). Null: not compacted, or compacted
+    // before this version with counters left. Days compacted before this version with no
+    // counters left are marked here, from this statement's snapshot (an insert committing
+    // meanwhile raises `events` past the mark, so its day is still read).
+    sql: `
+      alter table watchtower_event_days add column compacted bigint;
+      update watchtower_event_days d set compacted = s.events
+      from (
+        select e.user_id, e.day, e.events from watchtower_event_days e
+        where exists (select 1 from watchtower_rollup_days r where r.user_id = e.user_id and r.day = e.day)
+          and not exists (select 1 from watchtower_rollups c
+                          where c.user_id = e.user_id and c.hour >= e.day * 24 and c.hour < e.day * 24 + 24
+                            and c.kind not in ('s', 'S') and c.n > 0)
+      ) s
+      where d.user_id = s.user_id and d.day = s.day;
+    `,
+  },
 ];

@@ -156,16 +156,21 @@ function insertColumns(batch: readonly StoredEvent[]) {
 }
 
 /** A latency point as read for statistics, with its seq (see readByDays). */
-interface PointRow { route: string; seq: string; duration: number; ttfb: number | null; ts: string }
+interface PointRow { seq: string; duration: number; ttfb: number | null; ts: string }
 
-/** How statsOf reads the latest events of a user: by days, as pages are read. */
-interface RecentReads {
-  newest(f: EventFilter, want: number): Promise<SeqRow[]>;
-  daysOf(f: EventFilter): Promise<EventDay[]>;
-}
+/** How statsOf reads the latest events of a user: by days (those given), as pages are read. */
+type NewestOf = (f: EventFilter, want: number, days: readonly EventDay[]) => Promise<SeqRow[]>;
 
-/** A row of watchtower_event_days: one owner's events received on one UTC day. */
-export interface EventDay { day: number; first: number; last: number; events: number }
+/**
+ * A row of watchtower_event_days: one owner's events received on one UTC day. `counters`: whether
+ * the day may still have counter rows of the owner (it is not compacted, or took events since).
+ */
+export interface EventDay { day: number; first: number; last: number; events: number; counters?: boolean }
+
+/** The days of `days` that receive times within the filter's bounds can fall in. */
+const daysWithin = (days: readonly EventDay[], f: Pick<EventFilter, 'since' | 'until'>): EventDay[] =>
+  days.filter((d) => (f.since === undefined || d.day >= Math.floor(f.since / DAY_MS)) &&
+    (f.until === undefined || d.day <= Math.floor((f.until - 1) / DAY_MS)));
 
 /**
  * Reads, for each key, the first `want` rows in seq order (`desc`: newest first, `asc`: oldest
@@ -521,7 +526,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   /** The user's days that the filter's receive times can fall in (see readByDays). */
   const daysOf = async (f: Pick<EventFilter, 'userId' | 'since' | 'until'>): Promise<EventDay[]> => {
     const rows = await sql<EventDay[]>`
-      select day, first_seq::float8 as first, last_seq::float8 as last, events::float8 as events
+      select day, first_seq::float8 as first, last_seq::float8 as last, events::float8 as events,
+             compacted is null or events > compacted as counters
       from watchtower_event_days where user_id = ${col(f.userId)}
         ${f.since !== undefined ? sql`and day >= ${Math.floor(f.since / DAY_MS)}` : sql``}
         ${f.until !== undefined ? sql`and day <= ${Math.floor((f.until - 1) / DAY_MS)}` : sql``}`;
@@ -531,8 +537,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const receivedIn = (d0: number, d1: number) =>
     sql`received_at >= ${new Date(d0 * DAY_MS).toISOString()}::timestamptz and received_at < ${new Date((d1 + 1) * DAY_MS).toISOString()}::timestamptz`;
   /** The newest `want` events of a filter (before a seq, if given), newest first. */
-  const newest = async (f: EventFilter, want: number, beforeSeq?: number): Promise<SeqRow[]> => {
-    const days = (await daysOf(f)).filter((d) => beforeSeq === undefined || d.first < beforeSeq);
+  const newest = async (f: EventFilter, want: number, beforeSeq?: number, known?: readonly EventDay[]): Promise<SeqRow[]> => {
+    const days = (known ?? (await daysOf(f))).filter((d) => beforeSeq === undefined || d.first < beforeSeq);
     const found = await readByDays(days, 'desc', want, [''], (d0, d1) => sql<SeqRow[]>`
       select seq, metadata, raw from watchtower_events
       where ${filterSql(f)} and ${receivedIn(d0, d1)}
@@ -596,6 +602,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         // the planner reads the partitions of those days only; without a range nothing is needed.
         let latest = Infinity;
         const to = range === undefined ? undefined : resolveRange(range, now)?.to;
+        // The user's days (the counters to read, and where the latest events are), beside it.
+        const days = daysOf({ userId });
+        days.catch(() => {});
         if (to !== undefined) {
           const endHour = Math.floor(to / HOUR_MS);
           const [{ hour }] = await sql<{ hour: number | null }[]>`
@@ -607,7 +616,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           latest = (hour === null ? endHour : hour + 1) * HOUR_MS - 1;
         }
         const plan = planStats(now, range, latest);
-        return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId), { newest, daysOf }, await breakdownsFrom());
+        return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId),
+          await days, (f, want, known) => newest(f, want, undefined, known), await breakdownsFrom());
       });
     },
 
@@ -749,6 +759,25 @@ export async function dropDaysBefore(sql: postgres.Sql, cutoff: number): Promise
   return dropped;
 }
 
+/**
+ * A compacted day's hour parts merged into one part (of the day's first hour), kept as long as
+ * the day's parts are (a compacted day never changes). For buckets of whole days only: then every
+ * hour of the day adds to the same bucket, and assembleStats adds up the same counts and durations
+ * from one part as from 24, at a 24th of the work (an all-time answer adds every day kept).
+ */
+const mergedDays = new WeakMap<readonly RollupPart[], RollupPart>();
+function dayPart(day: number, hours: readonly RollupPart[]): RollupPart {
+  let part = mergedDays.get(hours);
+  if (!part) {
+    const merged = new HourRollup(day * 24);
+    for (const p of hours) {
+      merged.merge({ hour: day * 24, total: p.total, sessionCount: p.sessionCount, forEachSession: (fn) => p.forEachSession(fn), columns: () => p.columns() });
+    }
+    mergedDays.set(hours, (part = merged));
+  }
+  return part;
+}
+
 /** Hours of the series buckets that the range's edges cut: assembleStats unions their sessions. */
 function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, number][] {
   if (r === null) return [];
@@ -774,7 +803,7 @@ function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, 
  * never a transaction (see guard).
  */
 async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, user: string, scope: string, project: string | null,
-  recent: RecentReads, breakdownsFrom: number): Promise<Stats> {
+  userDays: readonly EventDay[], newest: NewestOf, breakdownsFrom: number): Promise<Stats> {
   const { now, range: r } = plan;
   const [h0, h1] = plan.fullHours;
   // Breakdowns with a range that starts where every event has their counters (see migration 5);
@@ -791,6 +820,19 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const anyOf = (spans: [number, number][], span: (a: number, b: number) => postgres.PendingQuery<postgres.Row[]>) =>
     spans.length === 0 ? sql`false` : spans.length === 1 ? span(...spans[0]) : sql`(${span(...spans[0])} or ${span(...spans[1])})`;
   const cut = cutBucketHours(plan);
+  // Counter rows of the whole hours: only the days that may still have some of this user's
+  // (watchtower_event_days.counters; the others are compacted whole), as spans of whole days,
+  // so that the planner reads only their partitions.
+  const counterSpans: [number, number][] = [];
+  for (const { day } of userDays.filter((d) => d.counters).sort((a, b) => a.day - b.day)) {
+    const a = Math.max(day * 24, h0), b = Math.min(day * 24 + 24, h1);
+    if (a >= b) continue;
+    const last = counterSpans[counterSpans.length - 1];
+    if (last && last[1] === a) last[1] = b;
+    else counterSpans.push([a, b]);
+  }
+  const inSpans = counterSpans.length === 0 ? sql`false`
+    : counterSpans.map(([a, b]) => sql`(hour >= ${a} and hour < ${b})`).reduce((x, y) => sql`${x} or ${y}`);
   const ofProject = project === null ? sql`` : sql`and project_id = ${project}`;
   const { since, until } = r ? isoBounds({ since: r.from, until: r.to }) : {};
   const inRange = sql`${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
@@ -801,7 +843,8 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const cached = new Map(cache.daysOf(user, scope));
   // The latest errors and events: read by days (see readByDays), beside the main statement.
   const window: EventFilter = { userId: user, ...(project === null ? {} : { projectId: project }), ...(r ? { since: r.from, until: r.to } : {}) };
-  const latest = Promise.all([recent.newest({ ...window, type: 'error' }, RECENT_ERRORS), recent.newest(window, RECENT_ACTIVITY), recent.daysOf(window)]);
+  const days = daysWithin(userDays, window);
+  const latest = Promise.all([newest({ ...window, type: 'error' }, RECENT_ERRORS, days), newest(window, RECENT_ACTIVITY, days)]);
   // Settled even if the main statement fails first, so that no rejection goes unhandled.
   latest.catch(() => {});
   const [row] = await sql<{
@@ -824,7 +867,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
          select kind, key, ms, case when kind = ${TYPE}::text then floor(hour::float8 / ${perBucket}) end as bucket,
                 sum(n)::float8 as n, sum(micros) as micros
          from watchtower_rollups
-         where user_id = ${user} and scope = ${scope} and kind <> all(${pgArray(notRead)}::"char"[]) ${hours(h0, h1)}
+         where user_id = ${user} and scope = ${scope} and kind <> all(${pgArray(notRead)}::"char"[]) and (${inSpans})
            and n > 0 -- a counter a compaction emptied, not yet deleted
          group by 1, 2, 3, 4) t) as counters,
       (select coalesce(json_agg(json_build_array(kind, hour, n)), '[]') from watchtower_rollups
@@ -868,11 +911,14 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     if (!list) sessions.set(hour, (list = []));
     list.push(session);
   }
-  // Closed days: their hour parts within the whole hours (their sessions are counted above).
+  // Closed days: their hour parts within the whole hours (their sessions are counted above). A
+  // day wholly in range whose buckets are whole UTC days is one part, its hours merged.
+  const daysWhole = r === null || r.bucketMs % DAY_MS === 0;
   for (const [day, base64] of row.days) {
     let hours = cached.get(day);
     if (!hours) cache.set(user, scope, day, (hours = decodeDay(Uint8Array.from(atob(base64!), (c) => c.charCodeAt(0)))));
-    for (const part of hours) if (part.hour >= h0 && part.hour < h1) parts.push(part);
+    if (daysWhole && day * 24 >= h0 && day * 24 + 24 <= h1) parts.push(dayPart(day, hours));
+    else for (const part of hours) if (part.hour >= h0 && part.hour < h1) parts.push(part);
   }
   // The sessions of every breakdown name over the whole hours (the counters carry the events).
   if (row.breakdown_sessions.length) parts.push(breakdownSessionsPart(h0, row.breakdown_sessions));
@@ -880,29 +926,37 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
   const edges = HourRollup.fromRows(row.edges.map((r) => rollupRow(toEvent(r))));
 
-  const routes = new Set<string>();
-  for (const p of [...parts, ...edges]) for (const route of p.columns().routes) routes.add(route);
-  const [errors, activity, days] = await latest;
+  // Each route's count in range: the share of the user's events it has says how many of them to
+  // read for its latest points (a rare route's are far back).
+  const routeCounts = new Map<string, number>();
+  for (const p of [...parts, ...edges]) {
+    const { routes, routeCounts: counts } = p.columns();
+    routes.forEach((route, i) => routeCounts.set(route, (routeCounts.get(route) ?? 0) + counts[i]));
+  }
+  const routes = [...routeCounts.keys()];
+  const windowEvents = days.reduce((n, d) => n + d.events, 0);
+  const rarest = Math.min(...routeCounts.values());
+  const [errors, activity] = await latest;
   const points = new Map<string, LatencyPoint[]>();
   // The latest points of each route, newest first, from the days that hold them.
-  const perRoute = await readByDays(days, 'desc', LATENCY_POINTS, [...routes], async (d0, d1, keys) => {
-    const rows = await sql<PointRow[]>`
-      select r.route, last.* from unnest(${pgArray(keys)}::text[]) as r(route),
-      lateral (
-        select seq, duration, metadata->>'timestamp' as ts,
-               case when jsonb_typeof(metadata->'data'->'ttfb') = 'number' then (metadata->'data'->>'ttfb')::float8 end as ttfb
-        from watchtower_events
-        where user_id = ${user} and route_key = r.route ${ofProject} ${inRange}
-          and received_at >= ${iso(d0 * DAY_MS)}::timestamptz and received_at < ${iso((d1 + 1) * DAY_MS)}::timestamptz
-        order by seq desc limit ${LATENCY_POINTS}) last`;
+  const perRoute = await readByDays(days, 'desc', LATENCY_POINTS, routes, async (d0, d1, keys) => {
+    // One row per route, its points as one JSON array: 20 routes' 100 points would otherwise be
+    // 2,000 rows for the driver to decode one by one.
+    const rows = await sql<{ route: string; points: [string, number, string, number | null][] }[]>`
+      select r.route, (
+        select coalesce(json_agg(json_build_array(seq::text, duration, ts, ttfb) order by seq desc), '[]')
+        from (
+          select seq, duration, metadata->>'timestamp' as ts,
+                 case when jsonb_typeof(metadata->'data'->'ttfb') = 'number' then (metadata->'data'->>'ttfb')::float8 end as ttfb
+          from watchtower_events
+          where user_id = ${user} and route_key = r.route ${ofProject} ${inRange}
+            and received_at >= ${iso(d0 * DAY_MS)}::timestamptz and received_at < ${iso((d1 + 1) * DAY_MS)}::timestamptz
+          order by seq desc limit ${LATENCY_POINTS}) last) as points
+      from unnest(${pgArray(keys)}::text[]) as r(route)`;
     const byRoute = new Map<string, PointRow[]>();
-    for (const row of rows) {
-      let list = byRoute.get(row.route);
-      if (!list) byRoute.set(row.route, (list = []));
-      list.push(row);
-    }
+    for (const { route, points } of rows) byRoute.set(route, points.map(([seq, duration, ts, ttfb]) => ({ seq, duration, ts, ttfb })));
     return byRoute;
-  }, LATENCY_POINTS * routes.size * 2);
+  }, Math.max(LATENCY_POINTS * 2, Math.ceil((LATENCY_POINTS * 1.25 * windowEvents) / rarest)));
   for (const [route, pts] of perRoute) {
     if (pts.length) points.set(route, pts.reverse().map(({ duration, ttfb, ts }) => ({ duration, ttfb, timestamp: ts })));
   }
