@@ -410,6 +410,29 @@ async function register() {
     assert.equal(await a.stats('conc-roll', now, { from: now - 2.5 * 3_600_000 }), computeStats(stored, now, { from: now - 2.5 * 3_600_000 }));
   });
 
+  test('batch insert: a batch holding ids stored before is stored event by event instead, nothing counted twice', async () => {
+    const store = await open();
+    const now = Date.now();
+    const make = (id: string, i: number) => ({
+      ...ev({ id, type: ['pageload', 'error', 'click'][i % 3], sessionId: `bs${i % 5}`, route: `/b${i % 2}`, data: { duration: 10 * i + 0.4 } }, 'batch', now - (i % 3) * 3_600_000),
+      ...(i % 2 ? { projectId: 'bp' } : {}),
+    });
+    const first = Array.from({ length: 30 }, (_, i) => make(`b-${i}`, i));
+    assert.equal(await store.insert(first), first, 'all new: stored whole');
+    // Half of them again, with new ones: only the new ones are stored and counted.
+    const second = Array.from({ length: 30 }, (_, i) => make(`b-${i + 15}`, i + 15));
+    assert.equal((await store.insert(second)).map((e) => e.id), second.slice(15).map((e) => e.id));
+    assert.equal(await store.insert(second), [], 'all stored before');
+    const stored = await exported(store, 'batch');
+    assert.equal(stored.map((e) => e.id), [...first, ...second.slice(15)].map((e) => e.id));
+    const { raw, rolled } = await rollupsAgainstRaw('batch');
+    assert.equal(rolled, raw);
+    for (const range of [undefined, { from: now - 86_400_000 }]) {
+      assert.equal(await store.stats('batch', now, range), computeStats(stored, now, range));
+      assert.equal(await store.stats('batch', now, range, 'bp'), computeStats(stored.filter((e) => e.projectId === 'bp'), now, range));
+    }
+  });
+
   test('dedupe holds across a partition boundary: a retry received the next day is not stored again', async () => {
     const store = await open();
     const first = Date.parse('2026-03-01T23:59:59.900Z');

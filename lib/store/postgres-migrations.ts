@@ -341,4 +341,23 @@ export const MIGRATIONS: readonly Migration[] = [
       where d.user_id = s.user_id and d.day = s.day;
     `,
   },
+  {
+    version: 8,
+    name: 'batch inserts',
+    // The insert statement that adds a batch's rollups as summed by the instance is right only if
+    // every event of the batch is new; it ends by calling this, which aborts the whole statement
+    // (nothing of it is stored) when fewer ids were claimed than sent, and the store then inserts
+    // the batch with the statement that checks event by event (lib/store/postgres.ts).
+    sql: `
+      create function watchtower_all_new(claimed bigint, sent bigint) returns bigint
+      language plpgsql as $fn$
+      begin
+        if claimed <> sent then
+          raise exception 'a batch insert met % id(s) stored before', sent - claimed using errcode = 'WT001';
+        end if;
+        return claimed;
+      end
+      $fn$;
+    `,
+  },
 ];

@@ -53,6 +53,8 @@ export interface PostgresStoreOptions {
 export const DEFAULT_CHANNEL = 'watchtower_events';
 /** Sequence numbers per NOTIFY: 300 × (≤ 19 digits + comma) stays under the 8000-byte payload limit. */
 const NOTIFY_CHUNK = 300;
+/** SQLSTATE of watchtower_all_new: a batch insert met ids stored before (migration 8). */
+const BATCH_HAD_STORED_IDS = 'WT001';
 /** Partitions are created this many days ahead of today. */
 const DAYS_AHEAD = 2;
 /** How often an instance checks its LISTEN connection, and how long silence means it is lost. */
@@ -102,13 +104,49 @@ interface Row { metadata: StoredEvent; raw: string | null }
 interface SeqRow extends Row { seq: string }
 const toEvent = (r: Row): StoredEvent => (r.raw !== null ? (JSON.parse(r.raw) as StoredEvent) : r.metadata);
 
+/** What an insert needs of one event, computed once by the same functions as computeStats. */
+interface Prepared {
+  event: StoredEvent;
+  ms: number;
+  day: number;
+  hour: number;
+  /** The event's JSON as jsonb can hold it, and its exact text when that differs (see `raw`). */
+  json: string;
+  raw: string | null;
+  duration: number | null;
+  routeKey: string | null;
+  rating: number | null;
+  /** The rollup scopes it counts in, and the counters it adds 1 to (none for unowned events). */
+  scopes: string[];
+  counters: Omit<Counter, 'n'>[];
+}
+
+function prepare(batch: readonly StoredEvent[]): Prepared[] {
+  let iso = '', ms = NaN;
+  return batch.map((e) => {
+    if (e.receivedAt !== iso) ms = Date.parse((iso = e.receivedAt));
+    const duration = pageloadDuration(e);
+    const json = JSON.stringify(e);
+    const unsafe = JSONB_UNSAFE.test(json);
+    JSONB_UNSAFE.lastIndex = 0;
+    // Unowned events appear in no statistics.
+    const owned = e.user_id !== null;
+    return {
+      event: e, ms, day: Math.floor(ms / DAY_MS), hour: Math.floor(ms / HOUR_MS),
+      json: unsafe ? json.replace(JSONB_UNSAFE, '\\ufffd') : json, raw: unsafe ? json : null,
+      duration, routeKey: duration === null ? null : col(routeKey(e)), rating: feedbackRating(e),
+      scopes: !owned ? [] : e.projectId === undefined ? [''] : ['', col(scopeOf(e.projectId))!],
+      counters: owned ? eventCounters(rollupRow(e, ms)) : [],
+    };
+  });
+}
+
 /**
- * The bound arrays of a batch's insert: one entry per event (its columns, dedupe key, receive day
- * and hour), and one per rollup counter an event adds to (`c_*`, pointing at the event by its
- * 1-based position), computed here by the same functions as computeStats so that the database only
- * adds them up. Only events the insert newly stores count: the statement joins on what it stored.
+ * The bound arrays of the exact insert (insertStatement): one entry per event (its columns, dedupe
+ * key, receive day and hour), and one per rollup counter an event adds to (`c_*`, pointing at the
+ * event by its 1-based position), so that the database adds up only those of events it newly stores.
  */
-function insertColumns(batch: readonly StoredEvent[]) {
+function insertColumns(prepared: readonly Prepared[]) {
   const cols = {
     id: [] as (string | null)[], user_id: [] as (string | null)[], project_id: [] as (string | null)[],
     type: [] as (string | null)[], received_at: [] as string[], day: [] as number[], hour: [] as number[],
@@ -117,34 +155,26 @@ function insertColumns(batch: readonly StoredEvent[]) {
     c_ord: [] as number[], c_scope: [] as (string | null)[], c_kind: [] as string[], c_key: [] as (string | null)[],
     c_ms: [] as number[], c_micros: [] as number[],
   };
-  let iso = '', ms = NaN;
-  batch.forEach((e, i) => {
-    if (e.receivedAt !== iso) ms = Date.parse((iso = e.receivedAt));
-    const duration = pageloadDuration(e);
-    const json = JSON.stringify(e);
-    const unsafe = JSONB_UNSAFE.test(json);
-    JSONB_UNSAFE.lastIndex = 0;
+  prepared.forEach((p, i) => {
+    const e = p.event;
     cols.id.push(col(e.id));
     cols.user_id.push(col(e.user_id));
     cols.project_id.push(e.projectId === undefined ? null : col(e.projectId));
     cols.type.push(col(e.type));
     cols.received_at.push(e.receivedAt);
-    cols.day.push(Math.floor(ms / DAY_MS));
-    cols.hour.push(Math.floor(ms / HOUR_MS));
+    cols.day.push(p.day);
+    cols.hour.push(p.hour);
     cols.session_id.push(col(e.sessionId));
     cols.app_version.push(col(e.deployVersion));
-    cols.route_key.push(duration === null ? null : col(routeKey(e)));
-    cols.duration.push(duration);
-    cols.rating.push(feedbackRating(e));
-    cols.metadata.push(unsafe ? json.replace(JSONB_UNSAFE, '\\ufffd') : json);
-    cols.raw.push(unsafe ? json : null);
-    // Unowned events appear in no statistics.
-    if (e.user_id === null) return;
-    const counters = eventCounters(rollupRow(e, ms));
-    for (const scope of e.projectId === undefined ? [''] : ['', scopeOf(e.projectId)]) {
-      for (const c of counters) {
+    cols.route_key.push(p.routeKey);
+    cols.duration.push(p.duration);
+    cols.rating.push(p.rating);
+    cols.metadata.push(p.json);
+    cols.raw.push(p.raw);
+    for (const scope of p.scopes) {
+      for (const c of p.counters) {
         cols.c_ord.push(i + 1);
-        cols.c_scope.push(col(scope));
+        cols.c_scope.push(scope);
         cols.c_kind.push(c.kind);
         cols.c_key.push(col(c.key));
         cols.c_ms.push(c.ms);
@@ -154,6 +184,92 @@ function insertColumns(batch: readonly StoredEvent[]) {
   });
   return cols;
 }
+
+/**
+ * The bound values of the batch insert (batchStatement), which stores every event of the batch
+ * or nothing: the events as one JSON array (the database reads their columns from it), the few
+ * per-event values computed here, and the rollups already added up over the batch: each counter
+ * once with its count, each session of an hour, of a day and of a breakdown name once.
+ */
+function batchColumns(prepared: readonly Prepared[]) {
+  // Nested maps keyed by the strings the events already hold (their hashes are computed once),
+  // rather than one composite key string built per counter.
+  interface Sum { n: number; micros: number }
+  interface Hour { user: string; scope: string; hour: number; day: number; sessions: Set<string>; kinds: Map<string, Map<string, Map<number, Sum>>>;
+    names: Map<string, Map<string, Set<string>>> }
+  const hours = new Map<string, Hour>();
+  for (const p of prepared) {
+    if (!p.scopes.length) continue;
+    const user = col(p.event.user_id)!, session = col(p.event.sessionId);
+    for (const scope of p.scopes) {
+      const at = `${user}\u0001${scope}\u0001${p.hour}`;
+      let h = hours.get(at);
+      if (!h) hours.set(at, (h = { user, scope, hour: p.hour, day: p.day, sessions: new Set(), kinds: new Map(), names: new Map() }));
+      if (session !== null) h.sessions.add(session);
+      for (const c of p.counters) {
+        let keys = h.kinds.get(c.kind);
+        if (!keys) h.kinds.set(c.kind, (keys = new Map()));
+        let values = keys.get(c.key);
+        if (!values) keys.set(c.key, (values = new Map()));
+        const sum = values.get(c.ms);
+        if (sum) {
+          sum.n++;
+          sum.micros += c.micros;
+        } else values.set(c.ms, { n: 1, micros: c.micros });
+        if (session === null || !DIM_KIND_SET.has(c.kind)) continue;
+        let names = h.names.get(c.kind);
+        if (!names) h.names.set(c.kind, (names = new Map()));
+        let sessions = names.get(c.key);
+        if (!sessions) names.set(c.key, (sessions = new Set()));
+        sessions.add(session);
+      }
+    }
+  }
+  const c = { user: [] as string[], scope: [] as string[], hour: [] as number[], kind: [] as string[], key: [] as string[], ms: [] as number[], n: [] as number[], micros: [] as number[] };
+  const hs = { user: [] as string[], scope: [] as string[], hour: [] as number[], session: [] as string[] };
+  const ds = { user: [] as string[], scope: [] as string[], day: [] as number[], session: [] as string[] };
+  const bs = { user: [] as string[], scope: [] as string[], hour: [] as number[], kind: [] as string[], key: [] as string[], session: [] as string[] };
+  const daySeen = new Map<string, Set<string>>();
+  for (const h of hours.values()) {
+    for (const [kind, keys] of h.kinds) {
+      for (const [key, values] of keys) {
+        for (const [ms, sum] of values) {
+          c.user.push(h.user); c.scope.push(h.scope); c.hour.push(h.hour); c.kind.push(kind); c.key.push(col(key)!); c.ms.push(ms);
+          c.n.push(sum.n); c.micros.push(sum.micros);
+        }
+      }
+    }
+    for (const [kind, names] of h.names) {
+      for (const [key, sessions] of names) {
+        for (const session of sessions) {
+          bs.user.push(h.user); bs.scope.push(h.scope); bs.hour.push(h.hour); bs.kind.push(kind); bs.key.push(col(key)!); bs.session.push(session);
+        }
+      }
+    }
+    const dayKey = `${h.user}\u0001${h.scope}\u0001${h.day}`;
+    let seen = daySeen.get(dayKey);
+    if (!seen) daySeen.set(dayKey, (seen = new Set()));
+    for (const session of h.sessions) {
+      hs.user.push(h.user); hs.scope.push(h.scope); hs.hour.push(h.hour); hs.session.push(session);
+      if (seen.has(session)) continue;
+      seen.add(session);
+      ds.user.push(h.user); ds.scope.push(h.scope); ds.day.push(h.day); ds.session.push(session);
+    }
+  }
+  return {
+    events: '[' + prepared.map((p) => p.json).join(',') + ']',
+    raw: pgArray(prepared.map((p) => p.raw)), day: pgArray(prepared.map((p) => p.day)),
+    route_key: pgArray(prepared.map((p) => p.routeKey)), duration: pgArray(prepared.map((p) => p.duration)),
+    rating: pgArray(prepared.map((p) => p.rating)),
+    c_user: pgArray(c.user), c_scope: pgArray(c.scope), c_hour: pgArray(c.hour), c_kind: pgArray(c.kind),
+    c_key: pgArray(c.key), c_ms: pgArray(c.ms), c_n: pgArray(c.n), c_micros: pgArray(c.micros),
+    hs: [pgArray(hs.user), pgArray(hs.scope), pgArray(hs.hour), pgArray(hs.session)],
+    ds: [pgArray(ds.user), pgArray(ds.scope), pgArray(ds.day), pgArray(ds.session)],
+    bs: [pgArray(bs.user), pgArray(bs.scope), pgArray(bs.hour), pgArray(bs.kind), pgArray(bs.key), pgArray(bs.session)],
+  };
+}
+
+const DIM_KIND_SET = new Set<string>(DIM_KINDS);
 
 /** A latency point as read for statistics, with its seq (see readByDays). */
 interface PointRow { seq: string; duration: number; ttfb: number | null; ts: string }
@@ -397,27 +513,117 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     sql`select pg_notify(${channel}, ${instance + ' ping'})`.catch(() => {});
   };
 
-  /** Inserts distinct events in one statement; resolves to the keys that were newly stored. */
+  /**
+   * Inserts distinct events; resolves to the keys that were newly stored. The batch statement
+   * first: it stores the whole batch, or, when an id of it is stored already (a retry), fails
+   * whole (BATCH_HAD_STORED_IDS) and the exact statement, which checks event by event, runs instead.
+   */
   const writeBatch = async (batch: StoredEvent[]): Promise<Set<string>> => {
-    const cols = insertColumns(batch);
-    const missing = [...new Set(cols.day)].filter((d) => !knownDays.has(d));
+    const prepared = prepare(batch);
+    const days = prepared.map((p) => p.day);
+    const missing = [...new Set(days)].filter((d) => !knownDays.has(d));
     if (missing.length) await ensurePartitions(Math.min(...missing), Math.max(...missing) + DAYS_AHEAD);
+    let exact = false;
     // Two statements inserting the same (owner, id)s or counters in different orders (a client
     // retrying a batch on another instance) can deadlock; PostgreSQL aborts one whole statement,
     // which is then simply run again.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await insertStatement(cols);
+        if (exact) return await insertStatement(insertColumns(prepared));
+        await batchStatement(batchColumns(prepared), prepared.length);
+        return new Set(batch.map((e) => `${col(e.user_id) ?? ''}\u0000${col(e.id)}`));
       } catch (err) {
         const code = (err as { code?: string }).code;
+        if (code === BATCH_HAD_STORED_IDS && !exact) {
+          exact = true;
+          continue;
+        }
         if (attempt >= 5 || (code !== '40P01' && code !== '23514')) throw err;
         if (code === '23514') {
           // "no partition of relation found for row": a partition this instance knew was dropped.
           knownDays.clear();
-          await ensurePartitions(Math.min(...cols.day), Math.max(...cols.day) + DAYS_AHEAD);
+          await ensurePartitions(Math.min(...days), Math.max(...days) + DAYS_AHEAD);
         } else log(`insert deadlocked with another instance's; retrying (${attempt})`);
       }
     }
+  };
+  /**
+   * The batch insert: one statement claiming every id, storing every event and adding the
+   * batch's rollups as they were summed in the instance (batchColumns), far less work for the
+   * database than the exact statement's counter row per event and scope. It fails whole
+   * (watchtower_all_new raises BATCH_HAD_STORED_IDS) when an id was stored before, as then its
+   * sums count events that are not new.
+   */
+  const batchStatement = async (c: ReturnType<typeof batchColumns>, sent: number): Promise<void> => {
+    await guard('insert', () => sql`
+      with input as (
+        select e.value as metadata, e.ord, t.raw, t.day, t.route_key, t.duration, t.rating
+        from jsonb_array_elements(${c.events}::text::jsonb) with ordinality as e(value, ord)
+        join unnest(${c.raw}::text[], ${c.day}::int4[], ${c.route_key}::text[], ${c.duration}::float8[], ${c.rating}::int2[])
+          with ordinality as t(raw, day, route_key, duration, rating, ord) on t.ord = e.ord
+      ), claimed as (
+        insert into watchtower_event_ids (owner, id, day)
+        select coalesce(metadata->>'user_id', ''), metadata->>'id', day from input order by ord
+        on conflict do nothing
+        returning 1
+      ), ins as (
+        insert into watchtower_events
+          (user_id, project_id, type, received_at, session_id, app_version, route_key, duration, rating, metadata, raw)
+        select metadata->>'user_id', metadata->>'projectId', metadata->>'type', (metadata->>'receivedAt')::timestamptz,
+               metadata->>'sessionId', metadata->>'deployVersion', route_key, duration, rating, metadata, raw
+        from input order by ord
+        returning seq, user_id, received_at
+      ), event_days as (
+        insert into watchtower_event_days as d (user_id, day, first_seq, last_seq, events)
+        select coalesce(user_id, ''), floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
+        from ins
+        group by 1, 2
+        order by 1, 2
+        on conflict (user_id, day) do update
+          set first_seq = least(d.first_seq, excluded.first_seq), last_seq = greatest(d.last_seq, excluded.last_seq),
+              events = d.events + excluded.events
+        returning 1
+      ), hour_sessions as (
+        insert into watchtower_rollup_sessions (user_id, scope, hour, session)
+        select * from unnest(${c.hs[0]}::text[], ${c.hs[1]}::text[], ${c.hs[2]}::int4[], ${c.hs[3]}::text[])
+        order by 1, 2, 3, 4
+        on conflict do nothing
+        returning user_id, scope, hour
+      ), day_sessions as (
+        insert into watchtower_day_sessions (user_id, scope, day, session)
+        select * from unnest(${c.ds[0]}::text[], ${c.ds[1]}::text[], ${c.ds[2]}::int4[], ${c.ds[3]}::text[])
+        order by 1, 2, 3, 4
+        on conflict do nothing
+        returning user_id, scope, day
+      ), breakdown_sessions as (
+        insert into watchtower_breakdown_sessions (user_id, scope, hour, kind, key, session)
+        select user_id, scope, hour, kind::"char", key, session
+        from unnest(${c.bs[0]}::text[], ${c.bs[1]}::text[], ${c.bs[2]}::int4[], ${c.bs[3]}::text[], ${c.bs[4]}::text[], ${c.bs[5]}::text[])
+          as b(user_id, scope, hour, kind, key, session)
+        order by 1, 2, 3, 4, 5, 6
+        on conflict do nothing
+      ), rolled as (
+        insert into watchtower_rollups as r (user_id, scope, hour, kind, key, ms, n, micros)
+        select user_id, scope, hour, kind::"char", key, ms, sum(n)::int8, sum(micros) from (
+          select * from unnest(${c.c_user}::text[], ${c.c_scope}::text[], ${c.c_hour}::int4[], ${c.c_kind}::text[],
+                               ${c.c_key}::text[], ${c.c_ms}::float8[], ${c.c_n}::int8[], ${c.c_micros}::float8[])
+            as k(user_id, scope, hour, kind, key, ms, n, micros)
+          union all select user_id, scope, hour, ${HOUR_SESSIONS}::text, '', 0, 1, 0 from hour_sessions
+          union all select user_id, scope, day * 24, ${DAY_SESSIONS}::text, '', 0, 1, 0 from day_sessions
+        ) x
+        group by 1, 2, 3, 4, 5, 6
+        order by 1, 2, 3, 4, 5, 6
+        on conflict (user_id, scope, hour, kind, key, ms)
+          do update set n = r.n + excluded.n, micros = r.micros + excluded.micros
+        returning 1
+      ), notified as (
+        select pg_notify(${channel}, ${instance} || ' ' || string_agg(seq::text, ',' order by seq))
+        from (select seq, (row_number() over (order by seq) - 1) / ${NOTIFY_CHUNK} as chunk from ins) c
+        group by chunk
+      )
+      select watchtower_all_new((select count(*) from claimed), ${sent}::int8) as claimed,
+             (select count(*) from notified) as notifications, (select count(*) from rolled) as counters,
+             (select count(*) from event_days) as days`);
   };
   const insertStatement = async (c: ReturnType<typeof insertColumns>): Promise<Set<string>> => {
     // One statement, so one transaction without a reserved connection: the ids claimed, the rows,
