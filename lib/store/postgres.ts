@@ -1053,6 +1053,42 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const latest = Promise.all([newest({ ...window, type: 'error' }, RECENT_ERRORS, days), newest(window, RECENT_ACTIVITY, days)]);
   // Settled even if the main statement fails first, so that no rejection goes unhandled.
   latest.catch(() => {});
+
+  /**
+   * The latest points of routes (route → its count in range), newest first, from the days that
+   * hold them: as many of the newest days as the rarest route's share of the user's events says
+   * hold its points (readByDays reads more if not).
+   */
+  const windowEvents = days.reduce((n, d) => n + d.events, 0);
+  const pointsOf = (counts: ReadonlyMap<string, number>) => readByDays(days, 'desc', LATENCY_POINTS, [...counts.keys()], async (d0, d1, keys) => {
+    // One row per route, its points as one JSON array: 20 routes' 100 points would otherwise be
+    // 2,000 rows for the driver to decode one by one.
+    const rows = await sql<{ route: string; points: [string, number, string, number | null][] }[]>`
+      select r.route, (
+        select coalesce(json_agg(json_build_array(seq::text, duration, ts, ttfb) order by seq desc), '[]')
+        from (
+          select seq, duration, metadata->>'timestamp' as ts,
+                 case when jsonb_typeof(metadata->'data'->'ttfb') = 'number' then (metadata->'data'->>'ttfb')::float8 end as ttfb
+          from watchtower_events
+          where user_id = ${user} and route_key = r.route ${ofProject} ${inRange}
+            and received_at >= ${iso(d0 * DAY_MS)}::timestamptz and received_at < ${iso((d1 + 1) * DAY_MS)}::timestamptz
+          order by seq desc limit ${LATENCY_POINTS}) last) as points
+      from unnest(${pgArray(keys)}::text[]) as r(route)`;
+    const byRoute = new Map<string, PointRow[]>();
+    for (const { route, points } of rows) byRoute.set(route, points.map(([seq, duration, ts, ttfb]) => ({ seq, duration, ts, ttfb })));
+    return byRoute;
+  }, Math.max(LATENCY_POINTS * 2, Math.ceil((LATENCY_POINTS * 1.25 * windowEvents) / Math.min(...counts.values()))));
+  // The routes of the compacted days this instance holds for the range (counted over whole days):
+  // nearly always every route in range, so their points are read beside the main statement
+  // rather than after it. A route they miss is read after it; one not in range is left out.
+  const guessed = new Map<string, number>();
+  for (const [day, hours] of cached) {
+    if (day * 24 + 24 <= h0 || day * 24 >= h1) continue;
+    const { routes, routeCounts } = dayPart(day, hours).columns();
+    routes.forEach((route, i) => guessed.set(route, (guessed.get(route) ?? 0) + routeCounts[i]));
+  }
+  const pointsEarly = guessed.size ? pointsOf(guessed) : null;
+  pointsEarly?.catch(() => {});
   const [row] = await sql<{
     days: [number, string | null][];
     counters: [string, string, number, number | null, number, number][];
@@ -1132,38 +1168,19 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
   const edges = HourRollup.fromRows(row.edges.map((r) => rollupRow(toEvent(r))));
 
-  // Each route's count in range: the share of the user's events it has says how many of them to
-  // read for its latest points (a rare route's are far back).
+  // Each route's count in range. Its points: those read beside the main statement for the routes
+  // of the cached days, and those of any other route now.
   const routeCounts = new Map<string, number>();
   for (const p of [...parts, ...edges]) {
     const { routes, routeCounts: counts } = p.columns();
     routes.forEach((route, i) => routeCounts.set(route, (routeCounts.get(route) ?? 0) + counts[i]));
   }
-  const routes = [...routeCounts.keys()];
-  const windowEvents = days.reduce((n, d) => n + d.events, 0);
-  const rarest = Math.min(...routeCounts.values());
+  const others = new Map([...routeCounts].filter(([route]) => !guessed.has(route)));
   const [errors, activity] = await latest;
+  const [early, late] = await Promise.all([pointsEarly ?? new Map<string, PointRow[]>(), others.size ? pointsOf(others) : new Map<string, PointRow[]>()]);
   const points = new Map<string, LatencyPoint[]>();
-  // The latest points of each route, newest first, from the days that hold them.
-  const perRoute = await readByDays(days, 'desc', LATENCY_POINTS, routes, async (d0, d1, keys) => {
-    // One row per route, its points as one JSON array: 20 routes' 100 points would otherwise be
-    // 2,000 rows for the driver to decode one by one.
-    const rows = await sql<{ route: string; points: [string, number, string, number | null][] }[]>`
-      select r.route, (
-        select coalesce(json_agg(json_build_array(seq::text, duration, ts, ttfb) order by seq desc), '[]')
-        from (
-          select seq, duration, metadata->>'timestamp' as ts,
-                 case when jsonb_typeof(metadata->'data'->'ttfb') = 'number' then (metadata->'data'->>'ttfb')::float8 end as ttfb
-          from watchtower_events
-          where user_id = ${user} and route_key = r.route ${ofProject} ${inRange}
-            and received_at >= ${iso(d0 * DAY_MS)}::timestamptz and received_at < ${iso((d1 + 1) * DAY_MS)}::timestamptz
-          order by seq desc limit ${LATENCY_POINTS}) last) as points
-      from unnest(${pgArray(keys)}::text[]) as r(route)`;
-    const byRoute = new Map<string, PointRow[]>();
-    for (const { route, points } of rows) byRoute.set(route, points.map(([seq, duration, ts, ttfb]) => ({ seq, duration, ts, ttfb })));
-    return byRoute;
-  }, Math.max(LATENCY_POINTS * 2, Math.ceil((LATENCY_POINTS * 1.25 * windowEvents) / rarest)));
-  for (const [route, pts] of perRoute) {
+  for (const route of routeCounts.keys()) {
+    const pts = early.get(route) ?? late.get(route) ?? [];
     if (pts.length) points.set(route, pts.reverse().map(({ duration, ttfb, ts }) => ({ duration, ttfb, timestamp: ts })));
   }
   const recents: Recents = { activeUsers: row.active, errors: errors.map(toEvent), activity: activity.map(toEvent), points };
