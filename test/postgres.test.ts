@@ -516,6 +516,23 @@ async function register() {
     await all(await open(), stored);
   });
 
+  test('compaction: a late insert with a new session into a compacted day is counted by a store that cached the day', async () => {
+    const store = await open();
+    const now = Date.now();
+    const day = Math.floor(now / 86_400_000) - 2;
+    const at = (h: number, m: number) => day * 86_400_000 + h * 3_600_000 + m * 60_000;
+    const events = Array.from({ length: 24 }, (_, i) => ev({ id: `late-${i}`, type: i % 2 ? 'click' : 'error', sessionId: `ls${i % 3}` }, 'late', at(i % 12, i)));
+    await store.insert(events);
+    await db.query((sql) => compactClosedDays(sql, now));
+    const ranges = [undefined, { from: now - 7 * 86_400_000 }, { from: at(2, 30), to: at(20, 0), interval: 'hour' as const }];
+    // Twice: the second answer comes from what the first cached.
+    for (let k = 0; k < 2; k++) for (const range of ranges) assert.equal(await store.stats('late', now, range), computeStats(events, now, range));
+    const late = ev({ id: 'late-new', type: 'click', sessionId: 'ls-new' }, 'late', at(5, 5));
+    assert.equal(await store.insert([late]), [late]);
+    const stored = await exported(store, 'late');
+    for (const range of ranges) assert.equal(await store.stats('late', now, range), computeStats(stored, now, range), `after the late insert ${JSON.stringify(range)}`);
+  });
+
   test('retention drops whole days: partitions, rollups and ids go; what is left still equals computeStats', async () => {
     const store = await open();
     const now = Date.now();

@@ -173,6 +173,11 @@ export async function compactClosedDays(sql: postgres.Sql, now: number, stop = (
 
 // --- Reading ------------------------------------------------------------------------------------
 
+/** A session counter row: kind (HOUR_SESSIONS or DAY_SESSIONS), hour, count. */
+export type SessionCount = [string, number, number];
+/** Days of session counters kept per instance (a day is ~25 rows per user and scope). */
+const SESSION_DAYS = 100_000;
+
 /**
  * Decoded days of this instance, least recently used first, within a byte budget. A compacted
  * day never changes, so an entry is never stale: retention deletes the row, and a request simply
@@ -183,6 +188,7 @@ export class DayPartCache {
   private readonly groups = new Map<string, Map<number, FrozenHour[]>>();
   private readonly order = new Map<string, { group: string; day: number; bytes: number }>();
   private bytes = 0;
+  private readonly sessions = new Map<string, readonly SessionCount[]>();
   constructor(private readonly budget: number) {}
 
   private touch(group: string, day: number): void {
@@ -199,6 +205,30 @@ export class DayPartCache {
     const days = this.groups.get(group) ?? new Map<number, FrozenHour[]>();
     for (const day of days.keys()) this.touch(group, day);
     return days;
+  }
+
+  /**
+   * Session counters (kind, hour, n) of a compacted day that took no insert since its compaction
+   * (see watchtower_event_days.compacted), which no longer change. The caller asks only for such
+   * days; a day that takes a late insert is never such a day again. At most SESSION_DAYS entries,
+   * the least recently used dropped first.
+   */
+  sessionsOf(user: string, scope: string, day: number): readonly SessionCount[] | undefined {
+    const k = `${user}\u0000${scope}\u0000${day}`;
+    const rows = this.sessions.get(k);
+    if (rows) {
+      this.sessions.delete(k);
+      this.sessions.set(k, rows);
+    }
+    return rows;
+  }
+
+  setSessions(user: string, scope: string, day: number, rows: readonly SessionCount[]): void {
+    this.sessions.set(`${user}\u0000${scope}\u0000${day}`, rows);
+    for (const k of this.sessions.keys()) {
+      if (this.sessions.size <= SESSION_DAYS) break;
+      this.sessions.delete(k);
+    }
   }
 
   set(user: string, scope: string, day: number, parts: FrozenHour[]): void {

@@ -19,7 +19,7 @@ import {
   resolveRange, routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
-import { compactClosedDays, DayPartCache, decodeDay } from './postgres-compaction.ts';
+import { compactClosedDays, DayPartCache, decodeDay, type SessionCount } from './postgres-compaction.ts';
 import { groupCommit } from './postgres-group-commit.ts';
 import { isoBounds } from './filter.ts';
 import { MIGRATION_LOCK, MIGRATIONS, type Migration } from './postgres-migrations.ts';
@@ -984,6 +984,22 @@ function dayPart(day: number, hours: readonly RollupPart[]): RollupPart {
   return part;
 }
 
+/**
+ * Whole UTC days as spans of hours [from, to) clipped to [h0, h1), contiguous days merged: a
+ * condition on `hour` the planner prunes partitions by.
+ */
+function daySpans(days: readonly number[], h0: number, h1: number): [number, number][] {
+  const spans: [number, number][] = [];
+  for (const day of [...days].sort((a, b) => a - b)) {
+    const a = Math.max(day * 24, h0), b = Math.min(day * 24 + 24, h1);
+    if (a >= b) continue;
+    const last = spans[spans.length - 1];
+    if (last && last[1] === a) last[1] = b;
+    else spans.push([a, b]);
+  }
+  return spans;
+}
+
 /** Hours of the series buckets that the range's edges cut: assembleStats unions their sessions. */
 function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, number][] {
   if (r === null) return [];
@@ -1029,16 +1045,19 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   // Counter rows of the whole hours: only the days that may still have some of this user's
   // (watchtower_event_days.counters; the others are compacted whole), as spans of whole days,
   // so that the planner reads only their partitions.
-  const counterSpans: [number, number][] = [];
-  for (const { day } of userDays.filter((d) => d.counters).sort((a, b) => a.day - b.day)) {
-    const a = Math.max(day * 24, h0), b = Math.min(day * 24 + 24, h1);
-    if (a >= b) continue;
-    const last = counterSpans[counterSpans.length - 1];
-    if (last && last[1] === a) last[1] = b;
-    else counterSpans.push([a, b]);
+  const inSpans = (spans: [number, number][]) => spans.length === 0 ? sql`false`
+    : spans.map(([a, b]) => sql`(hour >= ${a} and hour < ${b})`).reduce((x, y) => sql`${x} or ${y}`);
+  const counterDays = userDays.filter((d) => d.counters).map((d) => d.day);
+  // Session counters of the series' hours: those of compacted days that took no insert since
+  // come from this instance's cache (they no longer change), the others' from the database,
+  // whole days, so that a closed day read once is cached.
+  const sessionDays = userDays.filter((d) => d.day * 24 + 24 > s0 && d.day * 24 < s1);
+  const cachedSessions = new Map<number, readonly SessionCount[]>();
+  for (const d of sessionDays) {
+    const rows = d.counters ? undefined : cache.sessionsOf(user, scope, d.day);
+    if (rows) cachedSessions.set(d.day, rows);
   }
-  const inSpans = counterSpans.length === 0 ? sql`false`
-    : counterSpans.map(([a, b]) => sql`(hour >= ${a} and hour < ${b})`).reduce((x, y) => sql`${x} or ${y}`);
+  const sessionSpans = daySpans(sessionDays.map((d) => d.day).filter((d) => !cachedSessions.has(d)), -Infinity, Infinity);
   const ofProject = project === null ? sql`` : sql`and project_id = ${project}`;
   const { since, until } = r ? isoBounds({ since: r.from, until: r.to }) : {};
   const inRange = sql`${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
@@ -1109,11 +1128,12 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
          select kind, key, ms, case when kind = ${TYPE}::text then floor(hour::float8 / ${perBucket}) end as bucket,
                 sum(n)::float8 as n, sum(micros) as micros
          from watchtower_rollups
-         where user_id = ${user} and scope = ${scope} and kind <> all(${pgArray(notRead)}::"char"[]) and (${inSpans})
+         where user_id = ${user} and scope = ${scope} and kind <> all(${pgArray(notRead)}::"char"[]) and (${inSpans(daySpans(counterDays, h0, h1))})
            and n > 0 -- a counter a compaction emptied, not yet deleted
          group by 1, 2, 3, 4) t) as counters,
       (select coalesce(json_agg(json_build_array(kind, hour, n)), '[]') from watchtower_rollups
-         where user_id = ${user} and scope = ${scope} and kind in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text) ${hours(s0, s1)}) as session_counts,
+         where user_id = ${user} and scope = ${scope} and kind in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text)
+           and (${inSpans(sessionSpans)})) as session_counts,
       (select coalesce(json_agg(json_build_array(hour, session)), '[]') from watchtower_rollup_sessions
          where user_id = ${user} and scope = ${scope} and ${anyOf(cut, (a, b) => sql`(hour >= ${a} and hour < ${b})`)}) as sessions,
       (select coalesce(json_agg(json_build_array(kind, key, sessions)), '[]') from (
@@ -1142,10 +1162,23 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   }
   const parts: RollupPart[] = [...byBucket].map(([bucket, counters]) => counterPart(bucket * perBucket, counters));
   parts.push(counterPart(Number.isFinite(h0) ? h0 : 0, whole));
+  const readSessions = new Map<number, SessionCount[]>();
+  for (const count of row.session_counts) {
+    const day = Math.floor(count[1] / 24);
+    let rows = readSessions.get(day);
+    if (!rows) readSessions.set(day, (rows = []));
+    rows.push(count);
+  }
+  for (const d of sessionDays) {
+    if (!d.counters && !cachedSessions.has(d.day)) cache.setSessions(user, scope, d.day, readSessions.get(d.day) ?? []);
+  }
   const hourCounts = new Map<number, number>(), dayCounts = new Map<number, number>();
-  for (const [kind, hour, n] of row.session_counts) {
-    if (kind === HOUR_SESSIONS) hourCounts.set(hour, n);
-    else dayCounts.set(hour / 24, n);
+  for (const rows of [...cachedSessions.values(), ...readSessions.values()]) {
+    for (const [kind, hour, n] of rows) {
+      if (hour < s0 || hour >= s1) continue;
+      if (kind === HOUR_SESSIONS) hourCounts.set(hour, n);
+      else dayCounts.set(hour / 24, n);
+    }
   }
   const sessions = new Map<number, string[]>();
   for (const [hour, session] of row.sessions) {
