@@ -410,6 +410,29 @@ async function register() {
     assert.equal(await a.stats('conc-roll', now, { from: now - 2.5 * 3_600_000 }), computeStats(stored, now, { from: now - 2.5 * 3_600_000 }));
   });
 
+  test('batch insert: a batch holding ids stored before is stored event by event instead, nothing counted twice', async () => {
+    const store = await open();
+    const now = Date.now();
+    const make = (id: string, i: number) => ({
+      ...ev({ id, type: ['pageload', 'error', 'click'][i % 3], sessionId: `bs${i % 5}`, route: `/b${i % 2}`, data: { duration: 10 * i + 0.4 } }, 'batch', now - (i % 3) * 3_600_000),
+      ...(i % 2 ? { projectId: 'bp' } : {}),
+    });
+    const first = Array.from({ length: 30 }, (_, i) => make(`b-${i}`, i));
+    assert.equal(await store.insert(first), first, 'all new: stored whole');
+    // Half of them again, with new ones: only the new ones are stored and counted.
+    const second = Array.from({ length: 30 }, (_, i) => make(`b-${i + 15}`, i + 15));
+    assert.equal((await store.insert(second)).map((e) => e.id), second.slice(15).map((e) => e.id));
+    assert.equal(await store.insert(second), [], 'all stored before');
+    const stored = await exported(store, 'batch');
+    assert.equal(stored.map((e) => e.id), [...first, ...second.slice(15)].map((e) => e.id));
+    const { raw, rolled } = await rollupsAgainstRaw('batch');
+    assert.equal(rolled, raw);
+    for (const range of [undefined, { from: now - 86_400_000 }]) {
+      assert.equal(await store.stats('batch', now, range), computeStats(stored, now, range));
+      assert.equal(await store.stats('batch', now, range, 'bp'), computeStats(stored.filter((e) => e.projectId === 'bp'), now, range));
+    }
+  });
+
   test('dedupe holds across a partition boundary: a retry received the next day is not stored again', async () => {
     const store = await open();
     const first = Date.parse('2026-03-01T23:59:59.900Z');
@@ -491,6 +514,23 @@ async function register() {
     await db.query((sql) => compactClosedDays(sql, now));
     await all(store, stored);
     await all(await open(), stored);
+  });
+
+  test('compaction: a late insert with a new session into a compacted day is counted by a store that cached the day', async () => {
+    const store = await open();
+    const now = Date.now();
+    const day = Math.floor(now / 86_400_000) - 2;
+    const at = (h: number, m: number) => day * 86_400_000 + h * 3_600_000 + m * 60_000;
+    const events = Array.from({ length: 24 }, (_, i) => ev({ id: `late-${i}`, type: i % 2 ? 'click' : 'error', sessionId: `ls${i % 3}` }, 'late', at(i % 12, i)));
+    await store.insert(events);
+    await db.query((sql) => compactClosedDays(sql, now));
+    const ranges = [undefined, { from: now - 7 * 86_400_000 }, { from: at(2, 30), to: at(20, 0), interval: 'hour' as const }];
+    // Twice: the second answer comes from what the first cached.
+    for (let k = 0; k < 2; k++) for (const range of ranges) assert.equal(await store.stats('late', now, range), computeStats(events, now, range));
+    const late = ev({ id: 'late-new', type: 'click', sessionId: 'ls-new' }, 'late', at(5, 5));
+    assert.equal(await store.insert([late]), [late]);
+    const stored = await exported(store, 'late');
+    for (const range of ranges) assert.equal(await store.stats('late', now, range), computeStats(stored, now, range), `after the late insert ${JSON.stringify(range)}`);
   });
 
   test('retention drops whole days: partitions, rollups and ids go; what is left still equals computeStats', async () => {
@@ -660,6 +700,58 @@ async function register() {
         const fresh = ev({ id: 'after-migration', type: 'click' }, 'mig');
         assert.equal(await store.insert([fresh]), [fresh]);
         assert.is((await store.list({ userId: 'mig', limit: 1 })).events[0].id, 'after-migration');
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await old.drop();
+    }
+  });
+
+  test('migration from schema version 6 marks compacted days without counters left, keeps every event, and stats stay exact', async () => {
+    const old = await createTestDatabase();
+    try {
+      const now = Date.now();
+      const today = Math.floor(now / 86_400_000);
+      const at = (daysAgo: number, i: number) => (today - daysAgo) * 86_400_000 + 3_600_000 + i * 60_000;
+      const make = (id: string, ms: number, i: number) => ({
+        ...ev({ id, type: ['pageload', 'error', 'click'][i % 3], sessionId: `s${i % 4}`, route: `/r${i % 2}`, data: { duration: 100 + i } }, 'm7', ms),
+        ...(i % 3 ? {} : { projectId: 'p' }),
+      });
+      // Eight days, then compacted; then one late event into a compacted day (its counters stay).
+      const events = Array.from({ length: 8 }, (_, d) => Array.from({ length: 6 }, (_, i) => make(`m7-${d}-${i}`, at(d + 1, i), i))).flat();
+      let store = await openPostgresStore({ url: old.url });
+      try {
+        await store.insert(events);
+        await old.query((sql) => compactClosedDays(sql, now));
+        const late = make('m7-late', at(3, 30), 1);
+        assert.equal(await store.insert([late]), [late]);
+        events.push(late);
+      } finally {
+        await store.close();
+      }
+      // The schema as version 6 left it.
+      await old.query((sql) => sql`alter table watchtower_event_days drop column compacted`);
+      await old.query((sql) => sql`drop function if exists watchtower_all_new`);
+      await old.query((sql) => sql`delete from watchtower_migrations where version > 6`);
+      store = await openPostgresStore({ url: old.url });
+      try {
+        assert.is((await store.health()).schemaVersion, MIGRATIONS[MIGRATIONS.length - 1].version);
+        const marks = await old.query((sql) => sql<{ day: number; events: number; compacted: number | null }[]>`
+          select day, events::int, compacted::int from watchtower_event_days where user_id = 'm7' order by day`);
+        assert.is(marks.length, 8);
+        for (const m of marks) {
+          if (m.day === today - 3) assert.is(m.compacted, null, 'the day with a late insert stays read as counters');
+          else assert.is(m.compacted, m.events, `day ${m.day} marked`);
+        }
+        // In the order they were stored (latency points are the latest by insertion).
+        const mine = await exported(store, 'm7');
+        assert.equal(mine.map((e) => e.id).sort(), events.map((e) => e.id).sort(), 'every event once');
+        for (const range of [undefined, { from: now - 30 * 86_400_000 }, { from: at(5, 2) + 1234, to: at(2, 3) }]) {
+          assert.equal(await store.stats('m7', now, range), computeStats(mine, now, range), `stats ${JSON.stringify(range)}`);
+          const p = mine.filter((e) => e.projectId === 'p');
+          assert.equal(await store.stats('m7', now, range, 'p'), computeStats(p, now, range), `project stats ${JSON.stringify(range)}`);
+        }
       } finally {
         await store.close();
       }

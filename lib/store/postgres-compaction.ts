@@ -4,7 +4,9 @@
 // per stats request. Once a day is closed (no insert receives it any more), its counters of each
 // user and scope are merged into one immutable row of watchtower_rollup_days: the day's hour parts
 // in the binary form of lib/rollup/codec.ts. Stats read closed days as decoded parts (cached per
-// instance: they never change) and open days as counters.
+// instance: they never change) and open days as counters. The compaction also marks, per owner,
+// the day's event count it saw (watchtower_event_days.compacted): while the count has not moved,
+// the day has no counters of that owner left, and stats do not read its counter partition.
 //
 // Distinct sessions stay where they are (the session sets, and the session counters, which are a
 // few rows per hour): they are what keeps an insert's session counts exact, and an insert that
@@ -85,9 +87,15 @@ interface Group { user: string; scope: string; counters: Map<number, Counter[]> 
  */
 export async function compactDay(sql: postgres.Sql, day: number): Promise<number> {
   const h0 = day * 24, h1 = h0 + 24;
-  const rows = await sql<{ user_id: string; scope: string; hour: number; kind: string; key: string; ms: number; n: string; micros: number }[]>`
+  // The counters, and in the same snapshot each owner's event count of the day (scope null):
+  // what the day rows stored below will be known to hold (see watchtower_event_days.compacted).
+  const read = await sql<{ user_id: string; scope: string | null; hour: number; kind: string; key: string; ms: number; n: string; micros: number }[]>`
     select user_id, scope, hour, kind::text as kind, key, ms, n, micros from watchtower_rollups
-    where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0`;
+    where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0
+    union all
+    select user_id, null, null, null, null, null, events, null from watchtower_event_days where day = ${day}`;
+  const rows = read.filter((r) => r.scope !== null) as (Omit<(typeof read)[number], 'scope'> & { scope: string })[];
+  const seen = read.filter((r) => r.scope === null);
   if (!rows.length) return 0;
   const groups = new Map<string, Group>();
   for (const r of rows) {
@@ -105,7 +113,7 @@ export async function compactDay(sql: postgres.Sql, day: number): Promise<number
     cols.scope.push(g.scope);
     cols.parts.push(hex(encodeDay(hours.map((hour) => counterPart(hour, g.counters.get(hour)!)))));
   }
-  const read = (f: (r: (typeof rows)[number]) => string | number) => pgArray(rows.map(f));
+  const column = (f: (r: (typeof rows)[number]) => string | number) => pgArray(rows.map(f));
   const [{ stored }] = await sql<{ stored: number }[]>`
     with input as (
       select * from unnest(${pgArray(cols.user)}::text[], ${pgArray(cols.scope)}::text[], ${pgArray(cols.parts)}::text[])
@@ -116,17 +124,25 @@ export async function compactDay(sql: postgres.Sql, day: number): Promise<number
       on conflict do nothing
       returning user_id, scope
     ), counted as (
-      select * from unnest(${read((r) => r.user_id)}::text[], ${read((r) => r.scope)}::text[], ${read((r) => r.hour)}::int4[],
-                           ${read((r) => r.kind)}::text[], ${read((r) => r.key)}::text[], ${read((r) => r.ms)}::float8[],
-                           ${read((r) => r.n)}::int8[], ${read((r) => r.micros)}::float8[])
+      select * from unnest(${column((r) => r.user_id)}::text[], ${column((r) => r.scope)}::text[], ${column((r) => r.hour)}::int4[],
+                           ${column((r) => r.kind)}::text[], ${column((r) => r.key)}::text[], ${column((r) => r.ms)}::float8[],
+                           ${column((r) => r.n)}::int8[], ${column((r) => r.micros)}::float8[])
         as c(user_id, scope, hour, kind, key, ms, n, micros)
     ), subtracted as (
       update watchtower_rollups r set n = r.n - c.n, micros = r.micros - c.micros
       from counted c join stored s on s.user_id = c.user_id and s.scope = c.scope
       where r.user_id = c.user_id and r.scope = c.scope and r.hour = c.hour and r.kind = c.kind::"char" and r.key = c.key and r.ms = c.ms
       returning 1
+    ), marked as (
+      -- Owners with a day row stored here: the day holds no counters of theirs beyond what this
+      -- snapshot saw, unless another compaction's older snapshot says less (least of the two).
+      update watchtower_event_days d set compacted = least(coalesce(d.compacted, m.events), m.events)
+      from unnest(${pgArray(seen.map((r) => r.user_id))}::text[], ${pgArray(seen.map((r) => r.n))}::int8[]) as m(user_id, events)
+      where d.user_id = m.user_id and d.day = ${day}::integer and m.user_id in (select user_id from stored)
+      returning 1
     )
-    select (select count(*) from stored)::int as stored, (select count(*) from subtracted) as subtracted`;
+    select (select count(*) from stored)::int as stored, (select count(*) from subtracted) as subtracted,
+           (select count(*) from marked) as marked`;
   await sql`
     delete from watchtower_rollups
     where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n = 0`;
@@ -157,6 +173,11 @@ export async function compactClosedDays(sql: postgres.Sql, now: number, stop = (
 
 // --- Reading ------------------------------------------------------------------------------------
 
+/** A session counter row: kind (HOUR_SESSIONS or DAY_SESSIONS), hour, count. */
+export type SessionCount = [string, number, number];
+/** Days of session counters kept per instance (a day is ~25 rows per user and scope). */
+const SESSION_DAYS = 100_000;
+
 /**
  * Decoded days of this instance, least recently used first, within a byte budget. A compacted
  * day never changes, so an entry is never stale: retention deletes the row, and a request simply
@@ -167,6 +188,7 @@ export class DayPartCache {
   private readonly groups = new Map<string, Map<number, FrozenHour[]>>();
   private readonly order = new Map<string, { group: string; day: number; bytes: number }>();
   private bytes = 0;
+  private readonly sessions = new Map<string, readonly SessionCount[]>();
   constructor(private readonly budget: number) {}
 
   private touch(group: string, day: number): void {
@@ -183,6 +205,30 @@ export class DayPartCache {
     const days = this.groups.get(group) ?? new Map<number, FrozenHour[]>();
     for (const day of days.keys()) this.touch(group, day);
     return days;
+  }
+
+  /**
+   * Session counters (kind, hour, n) of a compacted day that took no insert since its compaction
+   * (see watchtower_event_days.compacted), which no longer change. The caller asks only for such
+   * days; a day that takes a late insert is never such a day again. At most SESSION_DAYS entries,
+   * the least recently used dropped first.
+   */
+  sessionsOf(user: string, scope: string, day: number): readonly SessionCount[] | undefined {
+    const k = `${user}\u0000${scope}\u0000${day}`;
+    const rows = this.sessions.get(k);
+    if (rows) {
+      this.sessions.delete(k);
+      this.sessions.set(k, rows);
+    }
+    return rows;
+  }
+
+  setSessions(user: string, scope: string, day: number, rows: readonly SessionCount[]): void {
+    this.sessions.set(`${user}\u0000${scope}\u0000${day}`, rows);
+    for (const k of this.sessions.keys()) {
+      if (this.sessions.size <= SESSION_DAYS) break;
+      this.sessions.delete(k);
+    }
   }
 
   set(user: string, scope: string, day: number, parts: FrozenHour[]): void {

@@ -315,4 +315,49 @@ export const MIGRATIONS: readonly Migration[] = [
         from watchtower_events group by 1, 2;
     `,
   },
+  {
+    version: 7,
+    name: 'compacted user days',
+    // Statistics used to read the counter rows of every day in range, which planned and scanned
+    // every daily partition of watchtower_rollups, although a compacted day has counter rows
+    // left (besides the session counters) only if an insert of that day committed after its
+    // compaction read them. `compacted` is the owner's `events` of the day as a compaction that
+    // stored rows of that owner saw them (the smallest, if several did): while `events` still
+    // equals it, the day has no counters of that owner left, and statistics read only the other
+    // days' partitions (lib/store/postgres-compaction.ts). Null: not compacted, or compacted
+    // before this version with counters left. Days compacted before this version with no
+    // counters left are marked here, from this statement's snapshot (an insert committing
+    // meanwhile raises `events` past the mark, so its day is still read).
+    sql: `
+      alter table watchtower_event_days add column compacted bigint;
+      update watchtower_event_days d set compacted = s.events
+      from (
+        select e.user_id, e.day, e.events from watchtower_event_days e
+        where exists (select 1 from watchtower_rollup_days r where r.user_id = e.user_id and r.day = e.day)
+          and not exists (select 1 from watchtower_rollups c
+                          where c.user_id = e.user_id and c.hour >= e.day * 24 and c.hour < e.day * 24 + 24
+                            and c.kind not in ('s', 'S') and c.n > 0)
+      ) s
+      where d.user_id = s.user_id and d.day = s.day;
+    `,
+  },
+  {
+    version: 8,
+    name: 'batch inserts',
+    // The insert statement that adds a batch's rollups as summed by the instance is right only if
+    // every event of the batch is new; it ends by calling this, which aborts the whole statement
+    // (nothing of it is stored) when fewer ids were claimed than sent, and the store then inserts
+    // the batch with the statement that checks event by event (lib/store/postgres.ts).
+    sql: `
+      create function watchtower_all_new(claimed bigint, sent bigint) returns bigint
+      language plpgsql as $fn$
+      begin
+        if claimed <> sent then
+          raise exception 'a batch insert met % id(s) stored before', sent - claimed using errcode = 'WT001';
+        end if;
+        return claimed;
+      end
+      $fn$;
+    `,
+  },
 ];

@@ -19,7 +19,7 @@ import {
   resolveRange, routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
-import { compactClosedDays, DayPartCache, decodeDay } from './postgres-compaction.ts';
+import { compactClosedDays, DayPartCache, decodeDay, type SessionCount } from './postgres-compaction.ts';
 import { groupCommit } from './postgres-group-commit.ts';
 import { isoBounds } from './filter.ts';
 import { MIGRATION_LOCK, MIGRATIONS, type Migration } from './postgres-migrations.ts';
@@ -53,6 +53,8 @@ export interface PostgresStoreOptions {
 export const DEFAULT_CHANNEL = 'watchtower_events';
 /** Sequence numbers per NOTIFY: 300 × (≤ 19 digits + comma) stays under the 8000-byte payload limit. */
 const NOTIFY_CHUNK = 300;
+/** SQLSTATE of watchtower_all_new: a batch insert met ids stored before (migration 8). */
+const BATCH_HAD_STORED_IDS = 'WT001';
 /** Partitions are created this many days ahead of today. */
 const DAYS_AHEAD = 2;
 /** How often an instance checks its LISTEN connection, and how long silence means it is lost. */
@@ -102,13 +104,49 @@ interface Row { metadata: StoredEvent; raw: string | null }
 interface SeqRow extends Row { seq: string }
 const toEvent = (r: Row): StoredEvent => (r.raw !== null ? (JSON.parse(r.raw) as StoredEvent) : r.metadata);
 
+/** What an insert needs of one event, computed once by the same functions as computeStats. */
+interface Prepared {
+  event: StoredEvent;
+  ms: number;
+  day: number;
+  hour: number;
+  /** The event's JSON as jsonb can hold it, and its exact text when that differs (see `raw`). */
+  json: string;
+  raw: string | null;
+  duration: number | null;
+  routeKey: string | null;
+  rating: number | null;
+  /** The rollup scopes it counts in, and the counters it adds 1 to (none for unowned events). */
+  scopes: string[];
+  counters: Omit<Counter, 'n'>[];
+}
+
+function prepare(batch: readonly StoredEvent[]): Prepared[] {
+  let iso = '', ms = NaN;
+  return batch.map((e) => {
+    if (e.receivedAt !== iso) ms = Date.parse((iso = e.receivedAt));
+    const duration = pageloadDuration(e);
+    const json = JSON.stringify(e);
+    const unsafe = JSONB_UNSAFE.test(json);
+    JSONB_UNSAFE.lastIndex = 0;
+    // Unowned events appear in no statistics.
+    const owned = e.user_id !== null;
+    return {
+      event: e, ms, day: Math.floor(ms / DAY_MS), hour: Math.floor(ms / HOUR_MS),
+      json: unsafe ? json.replace(JSONB_UNSAFE, '\\ufffd') : json, raw: unsafe ? json : null,
+      duration, routeKey: duration === null ? null : col(routeKey(e)), rating: feedbackRating(e),
+      scopes: !owned ? [] : e.projectId === undefined ? [''] : ['', col(scopeOf(e.projectId))!],
+      counters: owned ? eventCounters(rollupRow(e, ms)) : [],
+    };
+  });
+}
+
 /**
- * The bound arrays of a batch's insert: one entry per event (its columns, dedupe key, receive day
- * and hour), and one per rollup counter an event adds to (`c_*`, pointing at the event by its
- * 1-based position), computed here by the same functions as computeStats so that the database only
- * adds them up. Only events the insert newly stores count: the statement joins on what it stored.
+ * The bound arrays of the exact insert (insertStatement): one entry per event (its columns, dedupe
+ * key, receive day and hour), and one per rollup counter an event adds to (`c_*`, pointing at the
+ * event by its 1-based position), so that the database adds up only those of events it newly stores.
  */
-function insertColumns(batch: readonly StoredEvent[]) {
+function insertColumns(prepared: readonly Prepared[]) {
   const cols = {
     id: [] as (string | null)[], user_id: [] as (string | null)[], project_id: [] as (string | null)[],
     type: [] as (string | null)[], received_at: [] as string[], day: [] as number[], hour: [] as number[],
@@ -117,34 +155,26 @@ function insertColumns(batch: readonly StoredEvent[]) {
     c_ord: [] as number[], c_scope: [] as (string | null)[], c_kind: [] as string[], c_key: [] as (string | null)[],
     c_ms: [] as number[], c_micros: [] as number[],
   };
-  let iso = '', ms = NaN;
-  batch.forEach((e, i) => {
-    if (e.receivedAt !== iso) ms = Date.parse((iso = e.receivedAt));
-    const duration = pageloadDuration(e);
-    const json = JSON.stringify(e);
-    const unsafe = JSONB_UNSAFE.test(json);
-    JSONB_UNSAFE.lastIndex = 0;
+  prepared.forEach((p, i) => {
+    const e = p.event;
     cols.id.push(col(e.id));
     cols.user_id.push(col(e.user_id));
     cols.project_id.push(e.projectId === undefined ? null : col(e.projectId));
     cols.type.push(col(e.type));
     cols.received_at.push(e.receivedAt);
-    cols.day.push(Math.floor(ms / DAY_MS));
-    cols.hour.push(Math.floor(ms / HOUR_MS));
+    cols.day.push(p.day);
+    cols.hour.push(p.hour);
     cols.session_id.push(col(e.sessionId));
     cols.app_version.push(col(e.deployVersion));
-    cols.route_key.push(duration === null ? null : col(routeKey(e)));
-    cols.duration.push(duration);
-    cols.rating.push(feedbackRating(e));
-    cols.metadata.push(unsafe ? json.replace(JSONB_UNSAFE, '\\ufffd') : json);
-    cols.raw.push(unsafe ? json : null);
-    // Unowned events appear in no statistics.
-    if (e.user_id === null) return;
-    const counters = eventCounters(rollupRow(e, ms));
-    for (const scope of e.projectId === undefined ? [''] : ['', scopeOf(e.projectId)]) {
-      for (const c of counters) {
+    cols.route_key.push(p.routeKey);
+    cols.duration.push(p.duration);
+    cols.rating.push(p.rating);
+    cols.metadata.push(p.json);
+    cols.raw.push(p.raw);
+    for (const scope of p.scopes) {
+      for (const c of p.counters) {
         cols.c_ord.push(i + 1);
-        cols.c_scope.push(col(scope));
+        cols.c_scope.push(scope);
         cols.c_kind.push(c.kind);
         cols.c_key.push(col(c.key));
         cols.c_ms.push(c.ms);
@@ -155,17 +185,108 @@ function insertColumns(batch: readonly StoredEvent[]) {
   return cols;
 }
 
-/** A latency point as read for statistics, with its seq (see readByDays). */
-interface PointRow { route: string; seq: string; duration: number; ttfb: number | null; ts: string }
-
-/** How statsOf reads the latest events of a user: by days, as pages are read. */
-interface RecentReads {
-  newest(f: EventFilter, want: number): Promise<SeqRow[]>;
-  daysOf(f: EventFilter): Promise<EventDay[]>;
+/**
+ * The bound values of the batch insert (batchStatement), which stores every event of the batch
+ * or nothing: the events as one JSON array (the database reads their columns from it), the few
+ * per-event values computed here, and the rollups already added up over the batch: each counter
+ * once with its count, each session of an hour, of a day and of a breakdown name once.
+ */
+function batchColumns(prepared: readonly Prepared[]) {
+  // Nested maps keyed by the strings the events already hold (their hashes are computed once),
+  // rather than one composite key string built per counter.
+  interface Sum { n: number; micros: number }
+  interface Hour { user: string; scope: string; hour: number; day: number; sessions: Set<string>; kinds: Map<string, Map<string, Map<number, Sum>>>;
+    names: Map<string, Map<string, Set<string>>> }
+  const hours = new Map<string, Hour>();
+  for (const p of prepared) {
+    if (!p.scopes.length) continue;
+    const user = col(p.event.user_id)!, session = col(p.event.sessionId);
+    for (const scope of p.scopes) {
+      const at = `${user}\u0001${scope}\u0001${p.hour}`;
+      let h = hours.get(at);
+      if (!h) hours.set(at, (h = { user, scope, hour: p.hour, day: p.day, sessions: new Set(), kinds: new Map(), names: new Map() }));
+      if (session !== null) h.sessions.add(session);
+      for (const c of p.counters) {
+        let keys = h.kinds.get(c.kind);
+        if (!keys) h.kinds.set(c.kind, (keys = new Map()));
+        let values = keys.get(c.key);
+        if (!values) keys.set(c.key, (values = new Map()));
+        const sum = values.get(c.ms);
+        if (sum) {
+          sum.n++;
+          sum.micros += c.micros;
+        } else values.set(c.ms, { n: 1, micros: c.micros });
+        if (session === null || !DIM_KIND_SET.has(c.kind)) continue;
+        let names = h.names.get(c.kind);
+        if (!names) h.names.set(c.kind, (names = new Map()));
+        let sessions = names.get(c.key);
+        if (!sessions) names.set(c.key, (sessions = new Set()));
+        sessions.add(session);
+      }
+    }
+  }
+  const c = { user: [] as string[], scope: [] as string[], hour: [] as number[], kind: [] as string[], key: [] as string[], ms: [] as number[], n: [] as number[], micros: [] as number[] };
+  const hs = { user: [] as string[], scope: [] as string[], hour: [] as number[], session: [] as string[] };
+  const ds = { user: [] as string[], scope: [] as string[], day: [] as number[], session: [] as string[] };
+  const bs = { user: [] as string[], scope: [] as string[], hour: [] as number[], kind: [] as string[], key: [] as string[], session: [] as string[] };
+  const daySeen = new Map<string, Set<string>>();
+  for (const h of hours.values()) {
+    for (const [kind, keys] of h.kinds) {
+      for (const [key, values] of keys) {
+        for (const [ms, sum] of values) {
+          c.user.push(h.user); c.scope.push(h.scope); c.hour.push(h.hour); c.kind.push(kind); c.key.push(col(key)!); c.ms.push(ms);
+          c.n.push(sum.n); c.micros.push(sum.micros);
+        }
+      }
+    }
+    for (const [kind, names] of h.names) {
+      for (const [key, sessions] of names) {
+        for (const session of sessions) {
+          bs.user.push(h.user); bs.scope.push(h.scope); bs.hour.push(h.hour); bs.kind.push(kind); bs.key.push(col(key)!); bs.session.push(session);
+        }
+      }
+    }
+    const dayKey = `${h.user}\u0001${h.scope}\u0001${h.day}`;
+    let seen = daySeen.get(dayKey);
+    if (!seen) daySeen.set(dayKey, (seen = new Set()));
+    for (const session of h.sessions) {
+      hs.user.push(h.user); hs.scope.push(h.scope); hs.hour.push(h.hour); hs.session.push(session);
+      if (seen.has(session)) continue;
+      seen.add(session);
+      ds.user.push(h.user); ds.scope.push(h.scope); ds.day.push(h.day); ds.session.push(session);
+    }
+  }
+  return {
+    events: '[' + prepared.map((p) => p.json).join(',') + ']',
+    raw: pgArray(prepared.map((p) => p.raw)), day: pgArray(prepared.map((p) => p.day)),
+    route_key: pgArray(prepared.map((p) => p.routeKey)), duration: pgArray(prepared.map((p) => p.duration)),
+    rating: pgArray(prepared.map((p) => p.rating)),
+    c_user: pgArray(c.user), c_scope: pgArray(c.scope), c_hour: pgArray(c.hour), c_kind: pgArray(c.kind),
+    c_key: pgArray(c.key), c_ms: pgArray(c.ms), c_n: pgArray(c.n), c_micros: pgArray(c.micros),
+    hs: [pgArray(hs.user), pgArray(hs.scope), pgArray(hs.hour), pgArray(hs.session)],
+    ds: [pgArray(ds.user), pgArray(ds.scope), pgArray(ds.day), pgArray(ds.session)],
+    bs: [pgArray(bs.user), pgArray(bs.scope), pgArray(bs.hour), pgArray(bs.kind), pgArray(bs.key), pgArray(bs.session)],
+  };
 }
 
-/** A row of watchtower_event_days: one owner's events received on one UTC day. */
-export interface EventDay { day: number; first: number; last: number; events: number }
+const DIM_KIND_SET = new Set<string>(DIM_KINDS);
+
+/** A latency point as read for statistics, with its seq (see readByDays). */
+interface PointRow { seq: string; duration: number; ttfb: number | null; ts: string }
+
+/** How statsOf reads the latest events of a user: by days (those given), as pages are read. */
+type NewestOf = (f: EventFilter, want: number, days: readonly EventDay[]) => Promise<SeqRow[]>;
+
+/**
+ * A row of watchtower_event_days: one owner's events received on one UTC day. `counters`: whether
+ * the day may still have counter rows of the owner (it is not compacted, or took events since).
+ */
+export interface EventDay { day: number; first: number; last: number; events: number; counters?: boolean }
+
+/** The days of `days` that receive times within the filter's bounds can fall in. */
+const daysWithin = (days: readonly EventDay[], f: Pick<EventFilter, 'since' | 'until'>): EventDay[] =>
+  days.filter((d) => (f.since === undefined || d.day >= Math.floor(f.since / DAY_MS)) &&
+    (f.until === undefined || d.day <= Math.floor((f.until - 1) / DAY_MS)));
 
 /**
  * Reads, for each key, the first `want` rows in seq order (`desc`: newest first, `asc`: oldest
@@ -392,27 +513,117 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     sql`select pg_notify(${channel}, ${instance + ' ping'})`.catch(() => {});
   };
 
-  /** Inserts distinct events in one statement; resolves to the keys that were newly stored. */
+  /**
+   * Inserts distinct events; resolves to the keys that were newly stored. The batch statement
+   * first: it stores the whole batch, or, when an id of it is stored already (a retry), fails
+   * whole (BATCH_HAD_STORED_IDS) and the exact statement, which checks event by event, runs instead.
+   */
   const writeBatch = async (batch: StoredEvent[]): Promise<Set<string>> => {
-    const cols = insertColumns(batch);
-    const missing = [...new Set(cols.day)].filter((d) => !knownDays.has(d));
+    const prepared = prepare(batch);
+    const days = prepared.map((p) => p.day);
+    const missing = [...new Set(days)].filter((d) => !knownDays.has(d));
     if (missing.length) await ensurePartitions(Math.min(...missing), Math.max(...missing) + DAYS_AHEAD);
+    let exact = false;
     // Two statements inserting the same (owner, id)s or counters in different orders (a client
     // retrying a batch on another instance) can deadlock; PostgreSQL aborts one whole statement,
     // which is then simply run again.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await insertStatement(cols);
+        if (exact) return await insertStatement(insertColumns(prepared));
+        await batchStatement(batchColumns(prepared), prepared.length);
+        return new Set(batch.map((e) => `${col(e.user_id) ?? ''}\u0000${col(e.id)}`));
       } catch (err) {
         const code = (err as { code?: string }).code;
+        if (code === BATCH_HAD_STORED_IDS && !exact) {
+          exact = true;
+          continue;
+        }
         if (attempt >= 5 || (code !== '40P01' && code !== '23514')) throw err;
         if (code === '23514') {
           // "no partition of relation found for row": a partition this instance knew was dropped.
           knownDays.clear();
-          await ensurePartitions(Math.min(...cols.day), Math.max(...cols.day) + DAYS_AHEAD);
+          await ensurePartitions(Math.min(...days), Math.max(...days) + DAYS_AHEAD);
         } else log(`insert deadlocked with another instance's; retrying (${attempt})`);
       }
     }
+  };
+  /**
+   * The batch insert: one statement claiming every id, storing every event and adding the
+   * batch's rollups as they were summed in the instance (batchColumns), far less work for the
+   * database than the exact statement's counter row per event and scope. It fails whole
+   * (watchtower_all_new raises BATCH_HAD_STORED_IDS) when an id was stored before, as then its
+   * sums count events that are not new.
+   */
+  const batchStatement = async (c: ReturnType<typeof batchColumns>, sent: number): Promise<void> => {
+    await guard('insert', () => sql`
+      with input as (
+        select e.value as metadata, e.ord, t.raw, t.day, t.route_key, t.duration, t.rating
+        from jsonb_array_elements(${c.events}::text::jsonb) with ordinality as e(value, ord)
+        join unnest(${c.raw}::text[], ${c.day}::int4[], ${c.route_key}::text[], ${c.duration}::float8[], ${c.rating}::int2[])
+          with ordinality as t(raw, day, route_key, duration, rating, ord) on t.ord = e.ord
+      ), claimed as (
+        insert into watchtower_event_ids (owner, id, day)
+        select coalesce(metadata->>'user_id', ''), metadata->>'id', day from input order by ord
+        on conflict do nothing
+        returning 1
+      ), ins as (
+        insert into watchtower_events
+          (user_id, project_id, type, received_at, session_id, app_version, route_key, duration, rating, metadata, raw)
+        select metadata->>'user_id', metadata->>'projectId', metadata->>'type', (metadata->>'receivedAt')::timestamptz,
+               metadata->>'sessionId', metadata->>'deployVersion', route_key, duration, rating, metadata, raw
+        from input order by ord
+        returning seq, user_id, received_at
+      ), event_days as (
+        insert into watchtower_event_days as d (user_id, day, first_seq, last_seq, events)
+        select coalesce(user_id, ''), floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
+        from ins
+        group by 1, 2
+        order by 1, 2
+        on conflict (user_id, day) do update
+          set first_seq = least(d.first_seq, excluded.first_seq), last_seq = greatest(d.last_seq, excluded.last_seq),
+              events = d.events + excluded.events
+        returning 1
+      ), hour_sessions as (
+        insert into watchtower_rollup_sessions (user_id, scope, hour, session)
+        select * from unnest(${c.hs[0]}::text[], ${c.hs[1]}::text[], ${c.hs[2]}::int4[], ${c.hs[3]}::text[])
+        order by 1, 2, 3, 4
+        on conflict do nothing
+        returning user_id, scope, hour
+      ), day_sessions as (
+        insert into watchtower_day_sessions (user_id, scope, day, session)
+        select * from unnest(${c.ds[0]}::text[], ${c.ds[1]}::text[], ${c.ds[2]}::int4[], ${c.ds[3]}::text[])
+        order by 1, 2, 3, 4
+        on conflict do nothing
+        returning user_id, scope, day
+      ), breakdown_sessions as (
+        insert into watchtower_breakdown_sessions (user_id, scope, hour, kind, key, session)
+        select user_id, scope, hour, kind::"char", key, session
+        from unnest(${c.bs[0]}::text[], ${c.bs[1]}::text[], ${c.bs[2]}::int4[], ${c.bs[3]}::text[], ${c.bs[4]}::text[], ${c.bs[5]}::text[])
+          as b(user_id, scope, hour, kind, key, session)
+        order by 1, 2, 3, 4, 5, 6
+        on conflict do nothing
+      ), rolled as (
+        insert into watchtower_rollups as r (user_id, scope, hour, kind, key, ms, n, micros)
+        select user_id, scope, hour, kind::"char", key, ms, sum(n)::int8, sum(micros) from (
+          select * from unnest(${c.c_user}::text[], ${c.c_scope}::text[], ${c.c_hour}::int4[], ${c.c_kind}::text[],
+                               ${c.c_key}::text[], ${c.c_ms}::float8[], ${c.c_n}::int8[], ${c.c_micros}::float8[])
+            as k(user_id, scope, hour, kind, key, ms, n, micros)
+          union all select user_id, scope, hour, ${HOUR_SESSIONS}::text, '', 0, 1, 0 from hour_sessions
+          union all select user_id, scope, day * 24, ${DAY_SESSIONS}::text, '', 0, 1, 0 from day_sessions
+        ) x
+        group by 1, 2, 3, 4, 5, 6
+        order by 1, 2, 3, 4, 5, 6
+        on conflict (user_id, scope, hour, kind, key, ms)
+          do update set n = r.n + excluded.n, micros = r.micros + excluded.micros
+        returning 1
+      ), notified as (
+        select pg_notify(${channel}, ${instance} || ' ' || string_agg(seq::text, ',' order by seq))
+        from (select seq, (row_number() over (order by seq) - 1) / ${NOTIFY_CHUNK} as chunk from ins) c
+        group by chunk
+      )
+      select watchtower_all_new((select count(*) from claimed), ${sent}::int8) as claimed,
+             (select count(*) from notified) as notifications, (select count(*) from rolled) as counters,
+             (select count(*) from event_days) as days`);
   };
   const insertStatement = async (c: ReturnType<typeof insertColumns>): Promise<Set<string>> => {
     // One statement, so one transaction without a reserved connection: the ids claimed, the rows,
@@ -521,7 +732,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   /** The user's days that the filter's receive times can fall in (see readByDays). */
   const daysOf = async (f: Pick<EventFilter, 'userId' | 'since' | 'until'>): Promise<EventDay[]> => {
     const rows = await sql<EventDay[]>`
-      select day, first_seq::float8 as first, last_seq::float8 as last, events::float8 as events
+      select day, first_seq::float8 as first, last_seq::float8 as last, events::float8 as events,
+             compacted is null or events > compacted as counters
       from watchtower_event_days where user_id = ${col(f.userId)}
         ${f.since !== undefined ? sql`and day >= ${Math.floor(f.since / DAY_MS)}` : sql``}
         ${f.until !== undefined ? sql`and day <= ${Math.floor((f.until - 1) / DAY_MS)}` : sql``}`;
@@ -531,8 +743,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const receivedIn = (d0: number, d1: number) =>
     sql`received_at >= ${new Date(d0 * DAY_MS).toISOString()}::timestamptz and received_at < ${new Date((d1 + 1) * DAY_MS).toISOString()}::timestamptz`;
   /** The newest `want` events of a filter (before a seq, if given), newest first. */
-  const newest = async (f: EventFilter, want: number, beforeSeq?: number): Promise<SeqRow[]> => {
-    const days = (await daysOf(f)).filter((d) => beforeSeq === undefined || d.first < beforeSeq);
+  const newest = async (f: EventFilter, want: number, beforeSeq?: number, known?: readonly EventDay[]): Promise<SeqRow[]> => {
+    const days = (known ?? (await daysOf(f))).filter((d) => beforeSeq === undefined || d.first < beforeSeq);
     const found = await readByDays(days, 'desc', want, [''], (d0, d1) => sql<SeqRow[]>`
       select seq, metadata, raw from watchtower_events
       where ${filterSql(f)} and ${receivedIn(d0, d1)}
@@ -596,6 +808,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         // the planner reads the partitions of those days only; without a range nothing is needed.
         let latest = Infinity;
         const to = range === undefined ? undefined : resolveRange(range, now)?.to;
+        // The user's days (the counters to read, and where the latest events are), beside it.
+        const days = daysOf({ userId });
+        days.catch(() => {});
         if (to !== undefined) {
           const endHour = Math.floor(to / HOUR_MS);
           const [{ hour }] = await sql<{ hour: number | null }[]>`
@@ -607,7 +822,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           latest = (hour === null ? endHour : hour + 1) * HOUR_MS - 1;
         }
         const plan = planStats(now, range, latest);
-        return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId), { newest, daysOf }, await breakdownsFrom());
+        return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId),
+          await days, (f, want, known) => newest(f, want, undefined, known), await breakdownsFrom());
       });
     },
 
@@ -749,6 +965,41 @@ export async function dropDaysBefore(sql: postgres.Sql, cutoff: number): Promise
   return dropped;
 }
 
+/**
+ * A compacted day's hour parts merged into one part (of the day's first hour), kept as long as
+ * the day's parts are (a compacted day never changes). For buckets of whole days only: then every
+ * hour of the day adds to the same bucket, and assembleStats adds up the same counts and durations
+ * from one part as from 24, at a 24th of the work (an all-time answer adds every day kept).
+ */
+const mergedDays = new WeakMap<readonly RollupPart[], RollupPart>();
+function dayPart(day: number, hours: readonly RollupPart[]): RollupPart {
+  let part = mergedDays.get(hours);
+  if (!part) {
+    const merged = new HourRollup(day * 24);
+    for (const p of hours) {
+      merged.merge({ hour: day * 24, total: p.total, sessionCount: p.sessionCount, forEachSession: (fn) => p.forEachSession(fn), columns: () => p.columns() });
+    }
+    mergedDays.set(hours, (part = merged));
+  }
+  return part;
+}
+
+/**
+ * Whole UTC days as spans of hours [from, to) clipped to [h0, h1), contiguous days merged: a
+ * condition on `hour` the planner prunes partitions by.
+ */
+function daySpans(days: readonly number[], h0: number, h1: number): [number, number][] {
+  const spans: [number, number][] = [];
+  for (const day of [...days].sort((a, b) => a - b)) {
+    const a = Math.max(day * 24, h0), b = Math.min(day * 24 + 24, h1);
+    if (a >= b) continue;
+    const last = spans[spans.length - 1];
+    if (last && last[1] === a) last[1] = b;
+    else spans.push([a, b]);
+  }
+  return spans;
+}
+
 /** Hours of the series buckets that the range's edges cut: assembleStats unions their sessions. */
 function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, number][] {
   if (r === null) return [];
@@ -774,7 +1025,7 @@ function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, 
  * never a transaction (see guard).
  */
 async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, user: string, scope: string, project: string | null,
-  recent: RecentReads, breakdownsFrom: number): Promise<Stats> {
+  userDays: readonly EventDay[], newest: NewestOf, breakdownsFrom: number): Promise<Stats> {
   const { now, range: r } = plan;
   const [h0, h1] = plan.fullHours;
   // Breakdowns with a range that starts where every event has their counters (see migration 5);
@@ -791,6 +1042,22 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const anyOf = (spans: [number, number][], span: (a: number, b: number) => postgres.PendingQuery<postgres.Row[]>) =>
     spans.length === 0 ? sql`false` : spans.length === 1 ? span(...spans[0]) : sql`(${span(...spans[0])} or ${span(...spans[1])})`;
   const cut = cutBucketHours(plan);
+  // Counter rows of the whole hours: only the days that may still have some of this user's
+  // (watchtower_event_days.counters; the others are compacted whole), as spans of whole days,
+  // so that the planner reads only their partitions.
+  const inSpans = (spans: [number, number][]) => spans.length === 0 ? sql`false`
+    : spans.map(([a, b]) => sql`(hour >= ${a} and hour < ${b})`).reduce((x, y) => sql`${x} or ${y}`);
+  const counterDays = userDays.filter((d) => d.counters).map((d) => d.day);
+  // Session counters of the series' hours: those of compacted days that took no insert since
+  // come from this instance's cache (they no longer change), the others' from the database,
+  // whole days, so that a closed day read once is cached.
+  const sessionDays = userDays.filter((d) => d.day * 24 + 24 > s0 && d.day * 24 < s1);
+  const cachedSessions = new Map<number, readonly SessionCount[]>();
+  for (const d of sessionDays) {
+    const rows = d.counters ? undefined : cache.sessionsOf(user, scope, d.day);
+    if (rows) cachedSessions.set(d.day, rows);
+  }
+  const sessionSpans = daySpans(sessionDays.map((d) => d.day).filter((d) => !cachedSessions.has(d)), -Infinity, Infinity);
   const ofProject = project === null ? sql`` : sql`and project_id = ${project}`;
   const { since, until } = r ? isoBounds({ since: r.from, until: r.to }) : {};
   const inRange = sql`${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
@@ -801,9 +1068,46 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const cached = new Map(cache.daysOf(user, scope));
   // The latest errors and events: read by days (see readByDays), beside the main statement.
   const window: EventFilter = { userId: user, ...(project === null ? {} : { projectId: project }), ...(r ? { since: r.from, until: r.to } : {}) };
-  const latest = Promise.all([recent.newest({ ...window, type: 'error' }, RECENT_ERRORS), recent.newest(window, RECENT_ACTIVITY), recent.daysOf(window)]);
+  const days = daysWithin(userDays, window);
+  const latest = Promise.all([newest({ ...window, type: 'error' }, RECENT_ERRORS, days), newest(window, RECENT_ACTIVITY, days)]);
   // Settled even if the main statement fails first, so that no rejection goes unhandled.
   latest.catch(() => {});
+
+  /**
+   * The latest points of routes (route → its count in range), newest first, from the days that
+   * hold them: as many of the newest days as the rarest route's share of the user's events says
+   * hold its points (readByDays reads more if not).
+   */
+  const windowEvents = days.reduce((n, d) => n + d.events, 0);
+  const pointsOf = (counts: ReadonlyMap<string, number>) => readByDays(days, 'desc', LATENCY_POINTS, [...counts.keys()], async (d0, d1, keys) => {
+    // One row per route, its points as one JSON array: 20 routes' 100 points would otherwise be
+    // 2,000 rows for the driver to decode one by one.
+    const rows = await sql<{ route: string; points: [string, number, string, number | null][] }[]>`
+      select r.route, (
+        select coalesce(json_agg(json_build_array(seq::text, duration, ts, ttfb) order by seq desc), '[]')
+        from (
+          select seq, duration, metadata->>'timestamp' as ts,
+                 case when jsonb_typeof(metadata->'data'->'ttfb') = 'number' then (metadata->'data'->>'ttfb')::float8 end as ttfb
+          from watchtower_events
+          where user_id = ${user} and route_key = r.route ${ofProject} ${inRange}
+            and received_at >= ${iso(d0 * DAY_MS)}::timestamptz and received_at < ${iso((d1 + 1) * DAY_MS)}::timestamptz
+          order by seq desc limit ${LATENCY_POINTS}) last) as points
+      from unnest(${pgArray(keys)}::text[]) as r(route)`;
+    const byRoute = new Map<string, PointRow[]>();
+    for (const { route, points } of rows) byRoute.set(route, points.map(([seq, duration, ts, ttfb]) => ({ seq, duration, ts, ttfb })));
+    return byRoute;
+  }, Math.max(LATENCY_POINTS * 2, Math.ceil((LATENCY_POINTS * 1.25 * windowEvents) / Math.min(...counts.values()))));
+  // The routes of the compacted days this instance holds for the range (counted over whole days):
+  // nearly always every route in range, so their points are read beside the main statement
+  // rather than after it. A route they miss is read after it; one not in range is left out.
+  const guessed = new Map<string, number>();
+  for (const [day, hours] of cached) {
+    if (day * 24 + 24 <= h0 || day * 24 >= h1) continue;
+    const { routes, routeCounts } = dayPart(day, hours).columns();
+    routes.forEach((route, i) => guessed.set(route, (guessed.get(route) ?? 0) + routeCounts[i]));
+  }
+  const pointsEarly = guessed.size ? pointsOf(guessed) : null;
+  pointsEarly?.catch(() => {});
   const [row] = await sql<{
     days: [number, string | null][];
     counters: [string, string, number, number | null, number, number][];
@@ -824,11 +1128,12 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
          select kind, key, ms, case when kind = ${TYPE}::text then floor(hour::float8 / ${perBucket}) end as bucket,
                 sum(n)::float8 as n, sum(micros) as micros
          from watchtower_rollups
-         where user_id = ${user} and scope = ${scope} and kind <> all(${pgArray(notRead)}::"char"[]) ${hours(h0, h1)}
+         where user_id = ${user} and scope = ${scope} and kind <> all(${pgArray(notRead)}::"char"[]) and (${inSpans(daySpans(counterDays, h0, h1))})
            and n > 0 -- a counter a compaction emptied, not yet deleted
          group by 1, 2, 3, 4) t) as counters,
       (select coalesce(json_agg(json_build_array(kind, hour, n)), '[]') from watchtower_rollups
-         where user_id = ${user} and scope = ${scope} and kind in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text) ${hours(s0, s1)}) as session_counts,
+         where user_id = ${user} and scope = ${scope} and kind in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text)
+           and (${inSpans(sessionSpans)})) as session_counts,
       (select coalesce(json_agg(json_build_array(hour, session)), '[]') from watchtower_rollup_sessions
          where user_id = ${user} and scope = ${scope} and ${anyOf(cut, (a, b) => sql`(hour >= ${a} and hour < ${b})`)}) as sessions,
       (select coalesce(json_agg(json_build_array(kind, key, sessions)), '[]') from (
@@ -857,10 +1162,23 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   }
   const parts: RollupPart[] = [...byBucket].map(([bucket, counters]) => counterPart(bucket * perBucket, counters));
   parts.push(counterPart(Number.isFinite(h0) ? h0 : 0, whole));
+  const readSessions = new Map<number, SessionCount[]>();
+  for (const count of row.session_counts) {
+    const day = Math.floor(count[1] / 24);
+    let rows = readSessions.get(day);
+    if (!rows) readSessions.set(day, (rows = []));
+    rows.push(count);
+  }
+  for (const d of sessionDays) {
+    if (!d.counters && !cachedSessions.has(d.day)) cache.setSessions(user, scope, d.day, readSessions.get(d.day) ?? []);
+  }
   const hourCounts = new Map<number, number>(), dayCounts = new Map<number, number>();
-  for (const [kind, hour, n] of row.session_counts) {
-    if (kind === HOUR_SESSIONS) hourCounts.set(hour, n);
-    else dayCounts.set(hour / 24, n);
+  for (const rows of [...cachedSessions.values(), ...readSessions.values()]) {
+    for (const [kind, hour, n] of rows) {
+      if (hour < s0 || hour >= s1) continue;
+      if (kind === HOUR_SESSIONS) hourCounts.set(hour, n);
+      else dayCounts.set(hour / 24, n);
+    }
   }
   const sessions = new Map<number, string[]>();
   for (const [hour, session] of row.sessions) {
@@ -868,11 +1186,14 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     if (!list) sessions.set(hour, (list = []));
     list.push(session);
   }
-  // Closed days: their hour parts within the whole hours (their sessions are counted above).
+  // Closed days: their hour parts within the whole hours (their sessions are counted above). A
+  // day wholly in range whose buckets are whole UTC days is one part, its hours merged.
+  const daysWhole = r === null || r.bucketMs % DAY_MS === 0;
   for (const [day, base64] of row.days) {
     let hours = cached.get(day);
     if (!hours) cache.set(user, scope, day, (hours = decodeDay(Uint8Array.from(atob(base64!), (c) => c.charCodeAt(0)))));
-    for (const part of hours) if (part.hour >= h0 && part.hour < h1) parts.push(part);
+    if (daysWhole && day * 24 >= h0 && day * 24 + 24 <= h1) parts.push(dayPart(day, hours));
+    else for (const part of hours) if (part.hour >= h0 && part.hour < h1) parts.push(part);
   }
   // The sessions of every breakdown name over the whole hours (the counters carry the events).
   if (row.breakdown_sessions.length) parts.push(breakdownSessionsPart(h0, row.breakdown_sessions));
@@ -880,30 +1201,19 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
   const edges = HourRollup.fromRows(row.edges.map((r) => rollupRow(toEvent(r))));
 
-  const routes = new Set<string>();
-  for (const p of [...parts, ...edges]) for (const route of p.columns().routes) routes.add(route);
-  const [errors, activity, days] = await latest;
+  // Each route's count in range. Its points: those read beside the main statement for the routes
+  // of the cached days, and those of any other route now.
+  const routeCounts = new Map<string, number>();
+  for (const p of [...parts, ...edges]) {
+    const { routes, routeCounts: counts } = p.columns();
+    routes.forEach((route, i) => routeCounts.set(route, (routeCounts.get(route) ?? 0) + counts[i]));
+  }
+  const others = new Map([...routeCounts].filter(([route]) => !guessed.has(route)));
+  const [errors, activity] = await latest;
+  const [early, late] = await Promise.all([pointsEarly ?? new Map<string, PointRow[]>(), others.size ? pointsOf(others) : new Map<string, PointRow[]>()]);
   const points = new Map<string, LatencyPoint[]>();
-  // The latest points of each route, newest first, from the days that hold them.
-  const perRoute = await readByDays(days, 'desc', LATENCY_POINTS, [...routes], async (d0, d1, keys) => {
-    const rows = await sql<PointRow[]>`
-      select r.route, last.* from unnest(${pgArray(keys)}::text[]) as r(route),
-      lateral (
-        select seq, duration, metadata->>'timestamp' as ts,
-               case when jsonb_typeof(metadata->'data'->'ttfb') = 'number' then (metadata->'data'->>'ttfb')::float8 end as ttfb
-        from watchtower_events
-        where user_id = ${user} and route_key = r.route ${ofProject} ${inRange}
-          and received_at >= ${iso(d0 * DAY_MS)}::timestamptz and received_at < ${iso((d1 + 1) * DAY_MS)}::timestamptz
-        order by seq desc limit ${LATENCY_POINTS}) last`;
-    const byRoute = new Map<string, PointRow[]>();
-    for (const row of rows) {
-      let list = byRoute.get(row.route);
-      if (!list) byRoute.set(row.route, (list = []));
-      list.push(row);
-    }
-    return byRoute;
-  }, LATENCY_POINTS * routes.size * 2);
-  for (const [route, pts] of perRoute) {
+  for (const route of routeCounts.keys()) {
+    const pts = early.get(route) ?? late.get(route) ?? [];
     if (pts.length) points.set(route, pts.reverse().map(({ duration, ttfb, ts }) => ({ duration, ttfb, timestamp: ts })));
   }
   const recents: Recents = { activeUsers: row.active, errors: errors.map(toEvent), activity: activity.map(toEvent), points };
