@@ -122,7 +122,9 @@ test('stats assembled from rollups and the live window equal computeStats over t
     { numRuns: RUNS * 2 },
   );
   assert.ok(windowAnswered > RUNS / 4 && rawAnswered > RUNS / 10, `window ${windowAnswered}, raw ${rawAnswered}: both paths run`);
-  assert.ok(withBreakdowns > RUNS / 4 && withVitals > RUNS / 10, `breakdowns ${withBreakdowns}, with vitals ${withVitals}: both compared`);
+  // Vitals come up in about 22 of the 300 runs (19-24 seen); the bound only asks that they are
+  // compared at all. RUNS / 10 failed once on 12 (chance about 1 in 20).
+  assert.ok(withBreakdowns > RUNS / 4 && withVitals > RUNS / 30, `breakdowns ${withBreakdowns}, with vitals ${withVitals}: both compared`);
 });
 
 test('planStats: whole hours from rollups, raw spans only for partial hours at the edges', () => {
