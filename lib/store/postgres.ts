@@ -548,6 +548,20 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     }
   };
   /**
+   * The step of both insert statements that counts the rows of `ins` (seq, user_id, received_at) in
+   * watchtower_event_days, which bounds every read to its days (its closing parenthesis is theirs).
+   */
+  const eventDaysStep = () => sql`event_days as (
+        insert into watchtower_event_days as d (user_id, day, first_seq, last_seq, events)
+        select coalesce(user_id, ''), floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
+        from ins
+        group by 1, 2
+        order by 1, 2
+        on conflict (user_id, day) do update
+          set first_seq = least(d.first_seq, excluded.first_seq), last_seq = greatest(d.last_seq, excluded.last_seq),
+              events = d.events + excluded.events
+        returning 1`;
+  /**
    * The batch insert: one statement claiming every id, storing every event and adding the
    * batch's rollups as they were summed in the instance (batchColumns), far less work for the
    * database than the exact statement's counter row per event and scope. It fails whole
@@ -573,16 +587,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
                metadata->>'sessionId', metadata->>'deployVersion', route_key, duration, rating, metadata, raw
         from input order by ord
         returning seq, user_id, received_at
-      ), event_days as (
-        insert into watchtower_event_days as d (user_id, day, first_seq, last_seq, events)
-        select coalesce(user_id, ''), floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
-        from ins
-        group by 1, 2
-        order by 1, 2
-        on conflict (user_id, day) do update
-          set first_seq = least(d.first_seq, excluded.first_seq), last_seq = greatest(d.last_seq, excluded.last_seq),
-              events = d.events + excluded.events
-        returning 1
+      ), ${eventDaysStep()}
       ), hour_sessions as (
         insert into watchtower_rollup_sessions (user_id, scope, hour, session)
         select * from unnest(${c.hs[0]}::text[], ${c.hs[1]}::text[], ${c.hs[2]}::int4[], ${c.hs[3]}::text[])
@@ -653,16 +658,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
                metadata::jsonb, raw
         from fresh order by ord
         returning seq, user_id, received_at
-      ), event_days as (
-        insert into watchtower_event_days as d (user_id, day, first_seq, last_seq, events)
-        select coalesce(user_id, ''), floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
-        from ins
-        group by 1, 2
-        order by 1, 2
-        on conflict (user_id, day) do update
-          set first_seq = least(d.first_seq, excluded.first_seq), last_seq = greatest(d.last_seq, excluded.last_seq),
-              events = d.events + excluded.events
-        returning 1
+      ), ${eventDaysStep()}
       ), counters as (
         select f.user_id, k.scope, f.hour, f.day, f.session_id, k.kind, k.key, k.ms, k.micros
         from unnest(
