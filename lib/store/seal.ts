@@ -11,6 +11,7 @@ import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
 import type { LiveWindowState } from '../live-window.ts';
 import type { AppUser } from './types.ts';
 import { renameDurably, writeNewFile, type StoreFs } from './fs.ts';
+import type { SegmentBounds } from './segment-cache.ts';
 
 const gzip = promisify(gzipCb);
 const gunzip = promisify(gunzipCb);
@@ -20,17 +21,9 @@ export const manifestFile = (dbPath: string, id: number) => `${dbPath}.seg-${id}
 /** Matches a segment's files beside the database (group 1: id, group 2: kind). */
 export const segmentName = (dbBase: string) => new RegExp(`^${dbBase.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.seg-(\\d+)\\.(sqlite\\.gz|manifest)$`);
 
-export interface ManifestJson {
-  id: number;
+export interface ManifestJson extends SegmentBounds {
   /** Journal segments up to this one are wholly in this segment or an earlier one: replay skips them. */
   journal: number;
-  count: number;
-  minSeq: number;
-  maxSeq: number;
-  minReceived: number;
-  maxReceived: number;
-  /** The segment database's size before gzip (what it takes in the cache). */
-  bytes: number;
   /** Owner → that owner's rollup parts (base64 of encodePart) and event count in this segment. */
   owners: Record<string, { count: number; parts: string[] }>;
   /**

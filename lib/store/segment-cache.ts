@@ -5,15 +5,19 @@
 // at a time by the worker and use each database right after opening it, so nothing else can be in use.
 import type { SegmentDb } from './segment.ts';
 
-export interface SealedSegment {
+/** What a sealed segment's manifest says of it, and reads and retention select segments by. */
+export interface SegmentBounds {
   id: number;
   count: number;
   minSeq: number;
   maxSeq: number;
   minReceived: number;
   maxReceived: number;
-  /** The database's size in memory once open. */
+  /** The segment database's size before gzip: what it takes in memory once open. */
   bytes: number;
+}
+
+export interface SealedSegment extends SegmentBounds {
   /** Owners with events in it. */
   owners: Set<string>;
   /** Being written: readable from memory only. */
