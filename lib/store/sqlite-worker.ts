@@ -520,10 +520,11 @@ class Engine {
   snapshot(covered: number, reason: string, now: number): { written: Promise<void>; done: Promise<void> } {
     const live = databaseFile(this.hot.db);
     const copy = live && live.length <= this.args.snapshotCopyBytes ? live.slice() : null;
+    if (copy) return { written: Promise.resolve(), done: this.writeSnapshot(covered, reason, now, () => {}, copy) };
     let wrote!: () => void;
-    const written = copy ? Promise.resolve() : new Promise<void>((resolve) => (wrote = resolve));
-    const done = this.writeSnapshot(covered, reason, now, copy ? () => {} : wrote, copy);
-    return { written, done: copy ? done : done.finally(wrote) };
+    const written = new Promise<void>((resolve) => (wrote = resolve));
+    const done = this.writeSnapshot(covered, reason, now, wrote, null).finally(wrote);
+    return { written, done };
   }
 
   private async writeSnapshot(covered: number, reason: string, now: number, wrote: () => void, copy: Uint8Array | null): Promise<void> {
