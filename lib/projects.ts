@@ -136,12 +136,17 @@ export function createProjects(records: RecordStore, clock: () => number): Proje
         name: name(input.name),
         key: newKey(),
         allowedOrigins: input.allowedOrigins === undefined ? [] : origins(input.allowedOrigins),
-        createdAt: new Date(clock()).toISOString(),
+        createdAt: '',
         rateLimitPerMinute: input.rateLimitPerMinute === undefined ? DEFAULT_RATE_LIMIT_PER_MINUTE : rateLimit(input.rateLimitPerMinute),
       };
-      if ((await records.list(PROJECT_KIND, userId)).length >= MAX_PROJECTS_PER_USER) {
+      const mine = await records.list<Project>(PROJECT_KIND, userId);
+      if (mine.length >= MAX_PROJECTS_PER_USER) {
         throw new HttpError(409, 'too_many_projects', `At most ${MAX_PROJECTS_PER_USER} projects per user`);
       }
+      // The list is in creation order: a project made in the same millisecond as the user's newest
+      // one is stamped a millisecond after it, or the random ids would order the two.
+      const newest = Math.max(0, ...mine.map((r) => Date.parse(r.body.createdAt)));
+      project.createdAt = new Date(Math.max(clock(), newest + 1)).toISOString();
       do project.id = newId();
       while (await records.find(PROJECT_KIND, project.id));
       await save(userId, project);

@@ -26,6 +26,16 @@ async function newProject(send: ReturnType<typeof app>['send'], headers = ALICE,
 const eventsOf = async (send: ReturnType<typeof app>['send'], headers: Record<string, string>, query = '') =>
   (await body(await send('GET', `/api/events${query}`, { headers }))).events as Json[];
 
+test('the list is in creation order, also for projects made in the same millisecond', async () => {
+  const { send } = app({ now: () => Date.parse('2026-03-01T12:00:00Z') });
+  const names = ['one', 'two', 'three', 'four', 'five', 'six'];
+  for (const name of names) await newProject(send, ALICE, { name });
+  const listed = (await body(await send('GET', '/api/projects', { headers: ALICE }))).projects as Project[];
+  assert.equal(listed.map((x) => x.name), names);
+  assert.is(listed[0].createdAt, '2026-03-01T12:00:00.000Z', 'the first keeps the clock\'s time');
+  assert.is(listed[5].createdAt, '2026-03-01T12:00:00.005Z');
+});
+
 test('create, list, read, rename, delete: a user sees only their own projects; another user\'s id is a 404', async () => {
   const { send } = app();
   const p = await newProject(send, ALICE, { allowedOrigins: ['https://shop.example', 'http://localhost:8080/'] });
