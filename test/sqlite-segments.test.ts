@@ -2,13 +2,14 @@
 // and statistics across sealed segments, paging with `before` across them, dedupe of a sealed
 // event (also after a restart), restart with a journal, a crash copy taken mid-flight, retention
 // dropping a whole segment, and the cache closing segments past its budget.
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
+import { decodeManifest, encodeManifest } from '../lib/store/seal.ts';
 import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
 import type { Store } from '../lib/store/types.ts';
 
@@ -123,6 +124,50 @@ test('seals by size and at a day change; reads, pages, exports and stats cross s
     assert.is((await again.health()).eventCount, given.length);
     await again.close();
   }
+});
+
+test('manifests keep their live windows apart, read only for the newest; the first layout still opens', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  let clock = T0;
+  const { store } = await open(path, () => clock, { sealEvents: 30 });
+  const given: StoredEvent[] = [];
+  for (let i = 0; i < 100; i++) {
+    clock = T0 + i * 25 * 60_000;
+    const batch = [ev(clock, i % 3 ? 'u' : 'w', i)];
+    given.push(...batch);
+    await store.insert(batch);
+    if (i % 30 === 29) await until(async () => (await segmentsOf(store)).hotEvents < 30, `seal ${i}`);
+  }
+  await until(async () => (await segmentsOf(store)).sealed >= 2, 'two seals');
+  const now = clock + 60_000;
+  await store.close();
+
+  const manifests = readdirSync(dir).filter((f) => f.endsWith('.manifest')).map((f) => join(dir, f));
+  assert.ok(manifests.length >= 2, manifests.join(' '));
+  for (const file of manifests) {
+    const bytes = new Uint8Array(readFileSync(file));
+    const full = decodeManifest(bytes, file);
+    assert.ok(Object.keys(full.windows).length > 0, 'a manifest holds its windows');
+    const lean = decodeManifest(bytes, file, false);
+    assert.equal(lean.windows, {}, 'windows skipped');
+    assert.equal({ ...lean, windows: full.windows }, full, 'everything else the same');
+    assert.equal(encodeManifest(full), bytes, 'encodes back to the same bytes');
+    // Rewritten in the first layout: "WTSEG1\n", the JSON with the windows inside, the filter.
+    const { filter, ...json } = full;
+    const text = new TextEncoder().encode(JSON.stringify(json));
+    const v1 = new Uint8Array(7 + 4 + text.length + filter.byteLength);
+    v1.set(new TextEncoder().encode('WTSEG1\n'));
+    new DataView(v1.buffer).setUint32(7, text.length, true);
+    v1.set(text, 11);
+    v1.set(new Uint8Array(filter.buffer, filter.byteOffset, filter.byteLength), 11 + text.length);
+    writeFileSync(file, v1);
+    assert.equal(decodeManifest(v1, file), full, 'the first layout decodes the same');
+  }
+  const { store: again } = await open(path, () => now, { sealEvents: 30 });
+  await checkAll(again, given, now, 'reopened from first-layout manifests');
+  assert.is((await again.insert([given[2], given[70]])).length, 0, 'retries after the restart');
+  await again.close();
 });
 
 test('retention drops whole sealed segments past SERVICE_RETENTION_DAYS, their files, rollups and keys', async () => {

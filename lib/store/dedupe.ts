@@ -51,6 +51,9 @@ function contains(sorted: Float64Array, h: number): boolean {
 
 type Generation = Map<string, Set<string>>;
 
+/** Keys hashed between yields when a seal's filter is built (~15 ms). */
+const FILTER_SLICE = 16_384;
+
 export class Dedupe {
   /** Exact ids of the hot segment. */
   private hot: Generation = new Map();
@@ -115,10 +118,21 @@ export class Dedupe {
    * The filter of a segment being sealed: the sorted hashes of its exact ids, as retention left
    * them (the worker reports what it prunes before it answers the seal).
    */
-  filterOf(token: number): Float64Array {
-    const out: number[] = [];
-    for (const [owner, ids] of this.sealing.get(token) ?? []) for (const id of ids) out.push(keyHash(owner, id));
-    return Float64Array.from(out).sort();
+  async filterOf(token: number): Promise<Float64Array> {
+    const generation = this.sealing.get(token) ?? new Map<string, Set<string>>();
+    let n = 0;
+    for (const ids of generation.values()) n += ids.size;
+    const out = new Float64Array(n);
+    let i = 0;
+    for (const [owner, ids] of generation) {
+      for (const id of ids) {
+        // Hashing 150k keys took ~120 ms: in slices, so acknowledgements go on.
+        if (i > 0 && i % FILTER_SLICE === 0) await new Promise((r) => setTimeout(r, 0));
+        out[i++] = keyHash(owner, id);
+      }
+    }
+    // Retention may have forgotten ids while this yielded.
+    return out.subarray(0, i).sort();
   }
 
   /** The seal is durable: its exact ids give way to its filter (none when it sealed nothing). */

@@ -12,7 +12,7 @@ import type { RowsQuery } from './sqlite-protocol.ts';
  * A segment's tables. Every index costs on each insert: indexes by (user, type) and (user, version)
  * took 55% of the time of inserting 100k events, so they are gone (dropped from databases that
  * had them); a filter by type or version walks the user's rows in seq order and checks the column,
- * which a segment of at most 150k events bounds. The received-time index stays: a range's partial
+ * which a segment of at most 50k events bounds. The received-time index stays: a range's partial
  * hours are read from the rows on every stats request with a range.
  */
 export const SCHEMA = `

@@ -731,6 +731,7 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
     }
   }
   const manifests: Manifest[] = [];
+  const newestId = Math.max(...manifestIds.filter((id) => segmentIds.has(id)));
   for (const id of manifestIds.sort((a, b) => a - b)) {
     if (!segmentIds.has(id)) {
       // Retention removes the manifest, then the file; a power loss can bring back either name.
@@ -740,7 +741,8 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
     }
     const bytes = await fs.read(manifestFile(path, id));
     try {
-      manifests.push(decodeManifest(bytes!, manifestFile(path, id)));
+      // Only the newest manifest's live windows are read (derive).
+      manifests.push(decodeManifest(bytes!, manifestFile(path, id), id === newestId));
     } catch (err) {
       throw new CorruptFile(`${manifestFile(path, id)}: ${err instanceof Error ? err.message : String(err)}`);
     }
