@@ -7,6 +7,7 @@ import { IdSet } from '../lib/rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../lib/rollup/codec.ts';
 import { RouteDurations } from '../lib/rollup/durations.ts';
 import { HourRollup, type RollupPart, type RollupRow } from '../lib/rollup/hour.ts';
+import { SessionIds } from '../lib/rollup/session-ids.ts';
 import { UserRollups } from '../lib/rollup/user.ts';
 import { percentile } from '../lib/stats.ts';
 
@@ -251,6 +252,20 @@ test('nearest ranks over gathered counts: dense and sparse values (negative, pas
   assert.equal(gathered.nearestRanks(durations.length, ps), ps.map((p) => percentile(sorted, p)), 'the scratch is left clean');
   assert.equal(new RouteDurations().nearestRanks(0, [50]), [0]);
   assert.throws(() => gathered.nearestRanks(3, [95, 50]), /ascending/);
+
+  // Short slices (copied) and long ones (referred to) together, with values out of the dense range.
+  const mixed = new RouteDurations();
+  const all: number[] = [];
+  for (let k = 0; k < 200; k++) {
+    const length = k % 9; // 0 to 8 values: both sides of the copy threshold
+    const values = Array.from({ length }, (_, j) => [(k * 37 + j * 11) % 3000, -7 - k, 70_000 + k][(k + j) % 7 === 0 ? 1 + (k % 2) : 0]).sort((a, b) => a - b);
+    const counts = values.map((_, j) => 1 + ((k + j) % 3));
+    mixed.addValues(values, counts, 0, length);
+    values.forEach((v, j) => all.push(...Array(counts[j]).fill(v)));
+  }
+  all.sort((a, b) => a - b);
+  assert.equal(mixed.nearestRanks(all.length, ps), ps.map((p) => percentile(all, p)), 'short and long slices');
+  assert.equal(mixed.nearestRanks(all.length, ps), ps.map((p) => percentile(all, p)), 'short and long slices, again');
 });
 
 test('IdSet: the breakdowns\' distinct sessions count what a Set counts, across growth and word edges', () => {
@@ -269,6 +284,77 @@ test('IdSet: the breakdowns\' distinct sessions count what a Set counts, across 
     expected.add(id);
   }
   assert.is(ids.size, expected.size);
+});
+
+
+test('SessionIds: a session has one id whether its part keeps it as 16 bytes or as text; growth keeps ids', () => {
+  const hex = (n: number, d: number) => n.toString(16).padStart(d, '0');
+  // UUIDv7-like: a shared timestamp prefix, as sessions of one hour have.
+  const uuid = (i: number) => `0193a1b2-c3d4-7${hex(i % 4096, 3)}-8${hex((i * 7919) % 4096, 3)}-${hex(i, 12)}`;
+  const uuids = Array.from({ length: 5000 }, (_, i) => uuid(i));
+  const others = ['s-1', 'S-1', uuid(3).toUpperCase(), `${uuid(4)} `, 'x'];
+  const packed = new HourRollup(0), text = new HourRollup(0);
+  for (const s of uuids) packed.add(row({ receivedMs: 0, session: s }));
+  for (const s of [...uuids.slice(0, 2500), ...others]) text.add(row({ receivedMs: 0, session: s }));
+  const frozenPacked = FrozenHour.decode(encodePart(packed)), frozenText = FrozenHour.decode(encodePart(text));
+  assert.ok(frozenPacked.packedSessions?.(), 'a frozen part of UUIDs hands out their bytes');
+  assert.is(frozenText.packedSessions?.(), null, 'one of text does not');
+
+  const ids = new SessionIds();
+  const byBytes = ids.of(frozenPacked); // grows the table several times
+  assert.is(ids.size, 5000);
+  const byText = ids.of(frozenText);
+  assert.is(ids.size, 5000 + others.length, 'only the ids that are not packed UUIDs are new');
+  const idOf = new Map<string, number>();
+  let k = 0;
+  frozenPacked.forEachSession((s) => idOf.set(s, byBytes[k++]));
+  k = 0;
+  frozenText.forEachSession((s) => {
+    if (idOf.has(s)) assert.is(byText[k], idOf.get(s), s);
+    else idOf.set(s, byText[k]);
+    k++;
+  });
+  assert.is(new Set(idOf.values()).size, idOf.size, 'distinct sessions, distinct ids');
+  assert.equal(ids.of(packed), Int32Array.from(uuids.map((s) => idOf.get(s)!)), 'a mutable part, by text, gets the same ids');
+});
+
+test('user rollups by day: a day of frozen parts comes as one merged part, rebuilt when one of its parts changes', () => {
+  const D = 86_400_000;
+  const day0 = Math.floor(T0 / D);
+  const u = new UserRollups();
+  // Day 0: hours 3 and 20, tags 1 and 2 (a day spanning two segments); day 1: hour 5, tag 2.
+  u.add(pageload('/a', 120, { receivedMs: day0 * D + 3 * H, session: 's1' }), 1);
+  u.add(pageload('/a', 80, { receivedMs: day0 * D + 20 * H, session: 's2' }), 2);
+  u.add(row({ receivedMs: day0 * D + 20 * H + 5, session: 's1' }), 2);
+  u.add(row({ receivedMs: (day0 + 1) * D + 5 * H, session: 's3' }), 2);
+  const collect = (from: number, to: number, byDay: boolean) => {
+    const got: RollupPart[] = [];
+    u.forEachPart(from, to, (p) => got.push(p), byDay);
+    return got;
+  };
+  const all = [day0 * 24, (day0 + 2) * 24] as const;
+  assert.is(collect(...all, true).length, 3, 'nothing frozen: hour by hour');
+  u.freeze(1);
+  u.freeze(2);
+  const byDay = collect(...all, true);
+  assert.equal(byDay.map((p) => [p.hour, p.total]), [[day0 * 24, 3], [(day0 + 1) * 24, 1]], 'one part a day, at its first hour');
+  const merged = byDay[0];
+  assert.equal(merged.columns().routes, ['/a']);
+  assert.equal(Array.from(merged.columns().routeCounts), [2]);
+  assert.is(merged.sessionCount, 2, 's1 counted once over its two hours');
+  assert.is(collect(...all, true)[0], merged, 'kept for the next range');
+  assert.is(collect(...all, false).length, 3, 'by hour when asked');
+  assert.is(collect(day0 * 24 + 1, (day0 + 2) * 24, true).length, 3, 'a day cut by the range comes hour by hour');
+
+  // A part of day 0 goes (retention drops tag 1): the merged day is rebuilt without it.
+  u.drop(1);
+  const rebuilt = collect(...all, true);
+  assert.equal(rebuilt.map((p) => [p.hour, p.total]), [[day0 * 24, 2], [(day0 + 1) * 24, 1]]);
+  assert.is.not(rebuilt[0], merged);
+  // A new event on day 1 (a mutable part): that day is read hour by hour again.
+  u.add(row({ receivedMs: (day0 + 1) * D + 6 * H }), 3);
+  const mixed = collect(...all, true).map((p) => [p.hour, p.total]).sort((a, b) => a[0] - b[0]);
+  assert.equal(mixed, [[day0 * 24, 2], [(day0 + 1) * 24 + 5, 1], [(day0 + 1) * 24 + 6, 1]]);
 });
 
 test.run();

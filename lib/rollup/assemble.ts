@@ -13,6 +13,7 @@ import {
   type LatencySummary, type ResolvedRange, type Stats, type StatsRange,
 } from '../stats.ts';
 import { RouteDurations } from './durations.ts';
+import { SessionIds } from './session-ids.ts';
 import type { PartColumns, RollupPart } from './hour.ts';
 import type { RollupSource } from './user.ts';
 
@@ -99,25 +100,16 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
     : (hour: number) => dayIndex(hour * HOUR_MS, now);
   let total = 0;
   // Breakdowns and vitals, with a range only: per dimension, name → events and distinct sessions.
-  // Sessions are counted as small integers: each session id is looked up once per hour part, and
-  // each name's sessions are a bitset of those (IdSet) rather than a set of the fresh 36-character
-  // strings a part hands out: a 30-day range adds ~500k (name, session) pairs at 1M events.
+  // Sessions are counted as small integers: each session id is looked up once per hour part
+  // (SessionIds), and each name's sessions are a bitset of those (IdSet) rather than a set of
+  // strings: a 30-day range adds ~500k (name, session) pairs at 1M events.
   const dims = DIMENSIONS.map(() => new Map<string, { events: number; sessions: IdSet }>());
-  const sessionIds = new Map<string, number>();
+  const sessionIds = new SessionIds();
   const vitals = VITAL_NAMES.map(vitalTotals);
   const vitalPages = new Map<string, { events: number; metrics: (VitalTotals | undefined)[] }>();
 
   const addBreakdowns = (part: RollupPart, c: PartColumns) => {
-    let sessions: Int32Array | null = null;
-    if (c.dimSessions.length) {
-      const ids = (sessions = new Int32Array(part.sessionCount));
-      let k = 0;
-      part.forEachSession((s) => {
-        let id = sessionIds.get(s);
-        if (id === undefined) sessionIds.set(s, (id = sessionIds.size));
-        ids[k++] = id;
-      });
-    }
+    const sessions = c.dimSessions.length ? sessionIds.of(part) : null;
     for (let d = 0, i = 0; d < DIMENSIONS.length; d++) {
       const names = dims[d];
       for (; i < c.dimEnds[d]; i++) {
@@ -163,7 +155,8 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
       route.durations.add(c, i);
     }
   };
-  rollups.forEachPart(h0, h1, add);
+  // Buckets of a day or more (and the 7-day series without a range) read nothing finer than a day.
+  rollups.forEachPart(h0, h1, add, r === null || r.bucketMs >= DAY_MS);
   edges.forEach(add);
 
   const latencyByRoute: Record<string, LatencySummary> = {};

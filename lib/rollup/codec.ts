@@ -88,12 +88,18 @@ for (let i = 0; i < 16; i++) NIBBLE[i.toString(16).charCodeAt(0)] = i;
 // Where each of the 16 bytes starts in the 36-character form.
 const AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 
+/** Whether a session id is kept as 16 bytes when every session of its part is one. */
+export const isPackedUuid = (s: string): boolean => UUID.test(s);
+
+/** Writes the 16 bytes of a UUID (isPackedUuid) at `at`. */
+export function packUuid(s: string, out: Uint8Array, at: number): void {
+  for (let j = 0; j < 16; j++) out[at + j] = (NIBBLE[s.charCodeAt(AT[j])] << 4) | NIBBLE[s.charCodeAt(AT[j] + 1)];
+}
+
 function packUuids(ids: readonly string[]): Uint8Array | null {
-  if (ids.length === 0 || !ids.every((s) => UUID.test(s))) return null;
+  if (ids.length === 0 || !ids.every(isPackedUuid)) return null;
   const out = new Uint8Array(16 * ids.length);
-  ids.forEach((s, i) => {
-    for (let j = 0; j < 16; j++) out[16 * i + j] = (NIBBLE[s.charCodeAt(AT[j])] << 4) | NIBBLE[s.charCodeAt(AT[j] + 1)];
-  });
+  ids.forEach((s, i) => packUuid(s, out, 16 * i));
   return out;
 }
 
@@ -282,6 +288,10 @@ export class FrozenHour implements RollupPart {
 
   columns(): PartColumns {
     return this.cols;
+  }
+
+  packedSessions(): ArrayLike<number> | null {
+    return this.sessionsUuid ? this.sessionText : null;
   }
 
   forEachSession(fn: (session: string) => void): void {

@@ -6,6 +6,8 @@
 import type { PartColumns } from './hour.ts';
 
 const DENSE = 1 << 16;
+/** Slices of at most this many values are copied rather than referred to. */
+const FEW = 4;
 // Shared scratch, zero between calls: nearestRanks never yields, so no two calls interleave.
 const scratch = new Float64Array(DENSE);
 
@@ -18,6 +20,8 @@ interface Slice { values: ArrayLike<number>; counts: ArrayLike<number>; start: n
  */
 export class RouteDurations {
   private readonly slices: Slice[] = [];
+  /** Values and counts of short slices, copied (see addValues). */
+  private readonly few: { values: number[]; counts: number[] } = { values: [], counts: [] };
 
   /** Adds route `i` of a part's columns. */
   add(c: PartColumns, i: number): void {
@@ -26,7 +30,13 @@ export class RouteDurations {
 
   /** Adds the values (ascending whole numbers) and counts of [start, end). */
   addValues(values: ArrayLike<number>, counts: ArrayLike<number>, start: number, end: number): void {
-    if (start < end) this.slices.push({ values, counts, start, end });
+    if (end - start > FEW) this.slices.push({ values, counts, start, end });
+    // A page's vital has one or two values an hour: copying them beats an object per slice
+    // (a 30-day range's vitals made ~150k of them).
+    else for (let j = start; j < end; j++) {
+      this.few.values.push(values[j]);
+      this.few.counts.push(counts[j]);
+    }
   }
 
   /**
@@ -41,15 +51,7 @@ export class RouteDurations {
     const ranks = ps.map((p) => Math.min(n, Math.max(1, Math.ceil((p / 100) * n))));
     let lo = DENSE, hi = -1;
     const sparse = new Map<number, number>();
-    for (const { values, counts: valueCounts, start, end } of this.slices) {
-      // A route's values are ascending whole ms: when the first and last fit the scratch array,
-      // all do, and the loop is a bare add (most hours of most routes).
-      if (values[start] >= 0 && values[end - 1] < DENSE) {
-        if (values[start] < lo) lo = values[start];
-        if (values[end - 1] > hi) hi = values[end - 1];
-        for (let j = start; j < end; j++) scratch[values[j]] += valueCounts[j];
-        continue;
-      }
+    const addEach = (values: ArrayLike<number>, valueCounts: ArrayLike<number>, start: number, end: number) => {
       for (let j = start; j < end; j++) {
         const v = values[j];
         if (v >= 0 && v < DENSE) {
@@ -58,7 +60,18 @@ export class RouteDurations {
           if (v > hi) hi = v;
         } else sparse.set(v, (sparse.get(v) ?? 0) + valueCounts[j]);
       }
+    };
+    for (const { values, counts: valueCounts, start, end } of this.slices) {
+      // A route's values are ascending whole ms: when the first and last fit the scratch array,
+      // all do, and the loop is a bare add (most hours of most routes).
+      if (values[start] >= 0 && values[end - 1] < DENSE) {
+        if (values[start] < lo) lo = values[start];
+        if (values[end - 1] > hi) hi = values[end - 1];
+        for (let j = start; j < end; j++) scratch[values[j]] += valueCounts[j];
+      } else addEach(values, valueCounts, start, end);
     }
+    // The copied values are in no order.
+    addEach(this.few.values, this.few.counts, 0, this.few.values.length);
     // Walk values in ascending order: sparse ones below the dense range, the dense range, the rest.
     const others = [...sparse.keys()].sort((a, b) => a - b);
     let seen = 0, q = 0, o = 0;

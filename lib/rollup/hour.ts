@@ -101,8 +101,17 @@ export interface RollupPart {
   /** Distinct sessions of the part. */
   readonly sessionCount: number;
   forEachSession(fn: (session: string) => void): void;
+  /**
+   * The sessions as 16 bytes each, in forEachSession's order, when the part keeps them so (all
+   * UUIDs): SessionIds reads them without making strings.
+   */
+  packedSessions?(): ArrayLike<number> | null;
   columns(): PartColumns;
 }
+
+/** The same part read as a part of another hour: parts of a day merged into one (HourRollup.merge). */
+export const asHour = (part: RollupPart, hour: number): RollupPart =>
+  part.hour === hour ? part : { hour, total: part.total, sessionCount: part.sessionCount, forEachSession: (fn) => part.forEachSession(fn), columns: () => part.columns() };
 
 interface RouteCounts {
   count: number;

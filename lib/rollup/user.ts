@@ -3,14 +3,18 @@
 // mutable (HourRollup, taking events) until frozen (FrozenHour, compact and immutable); retention
 // drops every part of a tag at once.
 import { encodePart, FrozenHour } from './codec.ts';
-import { HourRollup, hourOf, type RollupPart, type RollupRow } from './hour.ts';
+import { asHour, HourRollup, hourOf, type RollupPart, type RollupRow } from './hour.ts';
 
 export type PartTag = number;
 
 /** What assembleStats reads of a user's rollups; UserRollups is one, a store may offer its own. */
 export interface RollupSource {
-  /** Calls fn with every part of every hour in [fromHour, toHour), in no particular order. */
-  forEachPart(fromHour: number, toHour: number, fn: (part: RollupPart) => void): void;
+  /**
+   * Calls fn with every part of every hour in [fromHour, toHour), in no particular order. `byDay`:
+   * the caller reads nothing finer than a UTC day of a part's hour, so a whole day may come as
+   * one part (its hour the day's first).
+   */
+  forEachPart(fromHour: number, toHour: number, fn: (part: RollupPart) => void, byDay?: boolean): void;
   /** Calls fn with the sessions of every part in [fromHour, toHour); a session may come more than once. */
   forEachSession(fromHour: number, toHour: number, fn: (session: string) => void): void;
   /** Distinct sessions of one hour, over all its parts. */
@@ -23,6 +27,14 @@ interface Slot { tag: PartTag; part: HourRollup | FrozenHour }
 
 const dayOfHour = (hour: number) => Math.floor(hour / 24);
 
+/**
+ * Merged days kept per user: a range by day then adds up one part a day instead of 24 (a 30-day
+ * range at 222k events a day, with breakdowns: 32 → 13–16 ms). Enough for the default 90-day
+ * retention and a comparison period; past it the least recently used go. A merged day takes about
+ * two thirds of the bytes of its hour parts (40 days of one user at that rate: 4.4 MiB beside 6.7).
+ */
+const MERGED_DAYS = 100;
+
 export class UserRollups implements RollupSource {
   private readonly hours = new Map<number, Slot[]>();
   /**
@@ -31,6 +43,12 @@ export class UserRollups implements RollupSource {
    * events are recomputed, at the cost of their own sessions.
    */
   private readonly days = new Map<number, number>();
+  /**
+   * Whole days as one frozen part, for days whose parts are all frozen (sealed: they take no more
+   * events), built when a range by day first reads them and dropped when one of their parts changes.
+   * Least recently used first.
+   */
+  private readonly merged = new Map<number, FrozenHour>();
 
   get empty(): boolean {
     return this.hours.size === 0;
@@ -45,7 +63,7 @@ export class UserRollups implements RollupSource {
     if (!slot) slots.push((slot = { tag, part: new HourRollup(hour) }));
     if (!(slot.part instanceof HourRollup)) throw new Error(`the part of hour ${hour} with tag ${tag} is frozen`);
     slot.part.add(row);
-    this.days.delete(dayOfHour(hour));
+    this.changed(hour);
   }
 
   /** Takes back an event added with this tag (its part empties and goes when nothing is left). */
@@ -56,7 +74,7 @@ export class UserRollups implements RollupSource {
     if (!slots || !slot || !(slot.part instanceof HourRollup)) throw new Error(`no mutable part of hour ${hour} with tag ${tag}`);
     slot.part.remove(row);
     if (slot.part.total === 0) this.unlink(hour, slots, slot);
-    this.days.delete(dayOfHour(hour));
+    this.changed(hour);
   }
 
   /** Sets (adds or replaces) the part of its hour with this tag: a decoded part read at start. */
@@ -66,7 +84,7 @@ export class UserRollups implements RollupSource {
     const slot = slots.find((s) => s.tag === tag);
     if (slot) slot.part = part;
     else slots.push({ tag, part });
-    this.days.delete(dayOfHour(part.hour));
+    this.changed(part.hour);
   }
 
   /** Drops every part with this tag (retention drops a whole segment). */
@@ -97,10 +115,53 @@ export class UserRollups implements RollupSource {
     return out.sort((a, b) => a.hour - b.hour);
   }
 
-  forEachPart(fromHour: number, toHour: number, fn: (part: RollupPart) => void): void {
+  forEachPart(fromHour: number, toHour: number, fn: (part: RollupPart) => void, byDay = false): void {
+    const firstDay = byDay ? Math.ceil(fromHour / 24) : 0, endDay = byDay ? Math.floor(toHour / 24) : 0;
+    const whole = new Set<number>();
     for (const [hour, slots] of this.hours) {
-      if (hour >= fromHour && hour < toHour) for (const s of slots) fn(s.part);
+      if (hour < fromHour || hour >= toHour) continue;
+      const day = dayOfHour(hour);
+      if (day >= firstDay && day < endDay && (whole.has(day) || this.mergeable(day))) {
+        whole.add(day);
+        continue;
+      }
+      for (const s of slots) fn(s.part);
     }
+    for (const day of whole) fn(this.mergedDay(day));
+  }
+
+  /** Whether every part of the day is frozen (and there is at least one). */
+  private mergeable(day: number): boolean {
+    if (this.merged.has(day)) return true;
+    let any = false;
+    for (let h = day * 24; h < day * 24 + 24; h++) {
+      for (const s of this.hours.get(h) ?? []) {
+        if (!(s.part instanceof FrozenHour)) return false;
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  private mergedDay(day: number): FrozenHour {
+    let part = this.merged.get(day);
+    if (part) this.merged.delete(day); // re-inserted last: the most recently used
+    else {
+      const sum = new HourRollup(day * 24);
+      for (let h = day * 24; h < day * 24 + 24; h++) {
+        for (const s of this.hours.get(h) ?? []) sum.merge(asHour(s.part, sum.hour));
+      }
+      part = FrozenHour.decode(encodePart(sum));
+      if (this.merged.size >= MERGED_DAYS) this.merged.delete(this.merged.keys().next().value!);
+    }
+    this.merged.set(day, part);
+    return part;
+  }
+
+  /** A part of `hour` changed, came or went: its day's cached figures are stale. */
+  private changed(hour: number) {
+    this.days.delete(dayOfHour(hour));
+    this.merged.delete(dayOfHour(hour));
   }
 
   forEachSession(fromHour: number, toHour: number, fn: (session: string) => void): void {
@@ -132,6 +193,6 @@ export class UserRollups implements RollupSource {
   private unlink(hour: number, slots: Slot[], slot: Slot) {
     slots.splice(slots.indexOf(slot), 1);
     if (slots.length === 0) this.hours.delete(hour);
-    this.days.delete(dayOfHour(hour));
+    this.changed(hour);
   }
 }
