@@ -7,6 +7,7 @@
 // days), pages of GET /api/events (newest, 60 days back), HTTP ingest of batches of 20 into the
 // loaded database (wrk, one instance), ingest latency while retention drops a day, bytes per event.
 // Needs a PostgreSQL server (WATCHTOWER_TEST_DATABASE_URL or the local default) and wrk.
+// BENCH_KEEP_DB=1 keeps the database at the end, for EXPLAIN.
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -149,10 +150,15 @@ async function reads(store: Store, sql: postgres.Sql, seqTable: string, runs = R
   };
 }
 
-/** Table + index bytes of the tables (and their partitions) per event. */
-async function bytesPerEvent(sql: postgres.Sql, tables: string[], events: number) {
+/** The store's tables. */
+const TABLES = ['watchtower_events', 'watchtower_event_ids', 'watchtower_rollups', 'watchtower_rollup_sessions', 'watchtower_day_sessions',
+  'watchtower_breakdown_sessions', 'watchtower_rollup_days'];
+
+/** Table + index bytes of the tables (and their partitions) per event, of those tables that exist. */
+async function bytesPerEvent(sql: postgres.Sql, events: number) {
   const out: Record<string, number> = {};
-  for (const t of tables) {
+  for (const t of TABLES) {
+    if ((await sql`select to_regclass(${t}) as r`)[0].r === null) continue;
     const [{ b }] = await sql<{ b: number }[]>`
       select (pg_total_relation_size(${t}::regclass)
               + coalesce((select sum(pg_total_relation_size(inhrelid)) from pg_inherits where inhparent = ${t}::regclass), 0))::float8 as b`;
@@ -257,11 +263,11 @@ try {
   await sql`vacuum analyze`;
   const [{ heavy }] = await sql<{ heavy: number }[]>`select count(*)::int as heavy from watchtower_events where user_id = ${HEAVY}`;
   console.log(`  loaded in ${loadSeconds.toFixed(0)} s; baseline: the store at ${BASELINE_COMMIT}`);
-  const baseBytes = await bytesPerEvent(sql, ['watchtower_events'], TOTAL);
   const { openPostgresStore: openOld } = (await import(`${baseDir}/lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore };
   // Its statistics of a 30-day range read every event of the range: give them time.
   const old = await openOld({ url: db.url, operationTimeoutMs: 900_000 });
-  const baseReads = await reads(old, sql, 'watchtower_events', 1);
+  // After it opened the database: a baseline with rollups migrates it to its own schema first.
+  const baseBytes = Object.values(await bytesPerEvent(sql, TOTAL)).reduce((a, b) => a + b, 0);  const baseReads = await reads(old, sql, 'watchtower_events', 1);
   await old.close();
   console.log(`  baseline stats p50 ${f1(median(baseReads.statsAll))} ms (all), ${f1(median(baseReads.stats30))} ms (30 days)`);
   const baseIngest = await ingest(db, bodyFile, baseDir);
@@ -280,7 +286,7 @@ try {
   await sql`vacuum analyze`;
   console.log(`  migrated in ${migrateSeconds.toFixed(0)} s; vacuum analyze ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   const [{ events }] = await sql<{ events: number }[]>`select count(*)::int as events from watchtower_events`;
-  const bytes = await bytesPerEvent(sql, ['watchtower_events', 'watchtower_event_ids', 'watchtower_rollups', 'watchtower_rollup_sessions', 'watchtower_day_sessions', 'watchtower_rollup_days'], events);
+  const bytes = await bytesPerEvent(sql, events);
   const totalBytes = Object.values(bytes).reduce((a, b) => a + b, 0);
   const r = await reads(store, sql, 'watchtower_events');
   await store.close();
@@ -316,13 +322,17 @@ ${row('`GET /api/events` p50, newest page of 50', `${f1(median(r.newest))} ms`, 
 ${row('`GET /api/events` p50, a page 60 days back', `${f1(median(r.back60))} ms`, `${f1(median(baseReads.back60))} ms`, '< 100 ms')}
 ${row('ingest, batches of 20, one instance, events/s', `${int(ingested.rps * 20)} (p99 ${ingested.p99} ms; ${ratio(ingested.rps, baseIngest.rps)} the baseline)`, `${int(baseIngest.rps * 20)} (p99 ${baseIngest.p99} ms)`, '≥ 20,000')}
 ${row('ingest p99 while retention drops days', `${f1(drop.p99)} ms, median of ${DROP_ROUNDS} rounds (${p99s(drops)}; p50 ${f1(drop.p50)}; dropping the two oldest days, ${int(drop.dayEvents)} events in the first round, took ${drop.dropMs.toFixed(0)} ms); the same load with nothing dropped, alternating with them: p99 ${f1(control.p99)} (${p99s(controls)}), p50 ${f1(control.p50)}`, '— (retention was a DELETE)', '< 100 ms')}
-${row('table + index bytes per event', `${int(totalBytes)} B`, `${int(baseBytes.watchtower_events)} B`, '< 400 B')}
+${row('table + index bytes per event', `${int(totalBytes)} B`, `${int(baseBytes)} B`, '< 400 B')}
 
 Bytes per event by table: ${Object.entries(bytes).map(([t, b]) => `${t} ${int(b)} B`).join(', ')}.`;
   console.log(section);
 } finally {
   await sql.end({ timeout: 2 });
-  await db.drop();
+  // BENCH_KEEP_DB=1 keeps the loaded database for a look at its plans (drop it by hand after).
+  if (process.env.BENCH_KEEP_DB === '1') {
+    console.log(`kept database ${db.name}`);
+    await db.admin.end({ timeout: 2 });
+  } else await db.drop();
   rmSync(tmp, { recursive: true, force: true });
 }
 // A run at another size (while iterating) gets a section of its own beside the 10M figures.

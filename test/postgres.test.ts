@@ -1,6 +1,7 @@
 // The PostgreSQL store against a real server: the store contract, statistics equal to
 // computeStats, migrations racing, LISTEN/NOTIFY between instances, connection loss → 503,
 // and two real server.ts instances sharing one database.
+import type postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
@@ -96,6 +97,18 @@ async function register() {
     assert.is((await store.list({ userId: 'rt-user', limit: 10, type: 'error' })).events[0].message, 'nul\u0000inside');
   });
 
+  test('the texts the route serialised are stored as they are, one per event; one holding a line break is not used', async () => {
+    const store = await open();
+    const events = ['tx-1', 'tx-2', 'tx-3'].map((id) => ev({ id, type: 'click', sessionId: 's', data: { n: id } }, 'tx-user'));
+    // The same events as JSON in another key order (as a route might write them), and one pretty-printed.
+    const reordered = (e: StoredEvent) => JSON.stringify(Object.fromEntries(Object.entries(e).reverse()));
+    const texts = [reordered(events[0]), JSON.stringify(events[1], null, 2), reordered(events[2])];
+    assert.equal(await store.insert(events, texts), events);
+    const rows = await db.query((sql) => sql<{ event: string }[]>`select event from watchtower_events where user_id = 'tx-user' order by seq`);
+    assert.equal(rows.map((r) => r.event), [texts[0], JSON.stringify(events[1]), texts[2]]);
+    assert.equal((await store.list({ userId: 'tx-user', limit: 10 })).events, [...events].reverse());
+  });
+
   test('idempotent by (owner, id): retries and in-batch duplicates are stored once; another owner may reuse the id', async () => {
     const store = await open();
     const a = ev({ id: 'dup', type: 'click', text: 'first' }, 'idem-a');
@@ -166,7 +179,7 @@ async function register() {
       create function watchtower_test_refuse() returns trigger language plpgsql as $f$
         begin raise exception 'refused by the test'; end $f$;
       create trigger watchtower_test_refuse before insert on watchtower_events
-        for each row when (new.metadata->>'id' = 'gcf-refused') execute function watchtower_test_refuse();`).simple());
+        for each row when ((new.event::jsonb)->>'id' = 'gcf-refused') execute function watchtower_test_refuse();`).simple());
     try {
       const user = 'gcf';
       const a = store.insert([ev({ id: 'gcf-a', type: 'click', sessionId: 's' }, user)]);
@@ -516,6 +529,40 @@ async function register() {
     await all(await open(), stored);
   });
 
+  test('compaction rebuilds a closed day\'s events indexes once, smaller; reads answer the same', async () => {
+    const own = await createTestDatabase();
+    try {
+      const now = Date.now();
+      const day = Math.floor(now / 86_400_000) - 3;
+      // Two users' events interleaved, in batches, as live inserts write them.
+      const events = Array.from({ length: 4000 }, (_, i) =>
+        ev({ id: `pk-${i}`, type: ['pageload', 'click', 'error'][i % 3], sessionId: `s${i % 9}`, route: `/r${i % 4}`, data: { duration: i % 700 } },
+          i % 2 ? 'pk-a' : 'pk-b', day * 86_400_000 + 3_600_000 + i * 10_000));
+      const indexes = () => own.query((sql) => sql<{ bytes: number; valid: boolean }[]>`
+        select sum(pg_relation_size(indexrelid))::float8 as bytes, bool_and(indisvalid) as valid
+        from pg_index where indrelid = ${`watchtower_events_p${day}`}::regclass`);
+      const reads = async (s: Store) => [await exported(s, 'pk-a'), (await s.list({ userId: 'pk-b', limit: 7, type: 'error' })).events, await s.stats('pk-a', now)];
+      // Its background compaction ran at its start, before the day had a partition.
+      const reader = await openPostgresStore({ url: own.url });
+      try {
+        for (let i = 0; i < events.length; i += 50) await reader.insert(events.slice(i, i + 50));
+        const answers = await reads(reader);
+        const [before] = await indexes();
+        assert.is(await own.query((sql) => compactClosedDays(sql, now)), 1);
+        const [after] = await indexes();
+        assert.ok(after.valid, 'every index valid');
+        assert.ok(after.bytes < before.bytes * 0.9, `indexes ${before.bytes} → ${after.bytes} bytes`);
+        assert.equal(await reads(reader), answers);
+        // Compacted: a second pass finds nothing to do, and rebuilds nothing.
+        assert.is(await own.query((sql) => compactClosedDays(sql, now)), 0);
+      } finally {
+        await reader.close();
+      }
+    } finally {
+      await own.drop();
+    }
+  });
+
   test('compaction: a late insert with a new session into a compacted day is counted by a store that cached the day', async () => {
     const store = await open();
     const now = Date.now();
@@ -708,6 +755,79 @@ async function register() {
     }
   });
 
+  /**
+   * Turns a database of the current schema back into what version 8 made of the same events: the
+   * event as jsonb (what jsonb cannot hold replaced by U+FFFD, the exact text in `raw`, as the
+   * version 8 store wrote them), the feedback rating column, and ids keyed by their texts.
+   */
+  const asVersion8 = (sql: postgres.Sql) => sql.unsafe(`
+    alter table watchtower_events add column rating smallint, add column raw text;
+    update watchtower_events set raw = event where event ~* '\\\\u0000|\\\\ud[89a-f]';
+    alter table watchtower_events alter column event type jsonb
+      using regexp_replace(event, '\\\\u0000|\\\\ud[89a-f][0-9a-f]{2}', '\\\\ufffd', 'gi')::jsonb;
+    alter table watchtower_events rename column event to metadata;
+    update watchtower_events set rating = case when type = 'feedback' and jsonb_typeof(metadata->'data'->'rating') = 'number'
+      then (metadata->'data'->>'rating')::float8 end where type = 'feedback';
+    alter table watchtower_events drop column ttfb, drop column ts;
+    drop table watchtower_event_ids;
+    create table watchtower_event_ids (owner text not null, id text not null, day integer not null, primary key (owner, id));
+    create index watchtower_event_ids_day on watchtower_event_ids using brin (day);
+    insert into watchtower_event_ids
+      select coalesce(user_id, ''), metadata->>'id', floor(extract(epoch from received_at) / 86400)::integer from watchtower_events;
+    drop function watchtower_event_key;
+    drop index watchtower_events_by_time;
+    create index watchtower_events_by_time on watchtower_events (user_id, received_at) include (session_id) where user_id is not null;
+    delete from watchtower_migrations where version > 8;`).simple();
+
+  test('migration from schema version 8 keeps every event (NUL, lone surrogates), its dedupe key, its cursor position and the statistics\' points', async () => {
+    const old = await createTestDatabase();
+    try {
+      const now = Date.now();
+      const today = Math.floor(now / 86_400_000);
+      const at = (daysAgo: number, i: number) => (today - daysAgo) * 86_400_000 + 3_600_000 + i * 60_000;
+      const events = Array.from({ length: 60 }, (_, i) => ({
+        ...ev({
+          id: `m8-${i}`, type: ['pageload', 'error', 'click', 'feedback'][i % 4], sessionId: `s${i % 5}`, route: `/r${i % 3}`,
+          // TTFB: a number, a string (no TTFB in the points) or none.
+          data: { duration: 100 + i, rating: 1 + (i % 5), ...(i % 3 === 2 ? {} : { ttfb: i % 3 ? 'slow' : 20 + i }) },
+          message: i === 5 ? 'nul\u0000here' : i === 9 ? 'lone \ud800 surrogate' : undefined,
+        }, i % 6 ? 'm8' : null, at(i % 4, i)),
+        ...(i % 3 ? {} : { projectId: 'p' }),
+      }));
+      let store = await openPostgresStore({ url: old.url });
+      try {
+        assert.equal(await store.insert(events), events);
+      } finally {
+        await store.close();
+      }
+      const cursor = (await old.query((sql) => sql`select seq from watchtower_events where event like '%"m8-30"%'`))[0].seq;
+      await old.query(asVersion8);
+      store = await openPostgresStore({ url: old.url });
+      try {
+        assert.is((await store.health()).schemaVersion, MIGRATIONS[MIGRATIONS.length - 1].version);
+        const mine = events.filter((e) => e.user_id === 'm8');
+        assert.equal(await exported(store, 'm8'), mine, 'every event once, in order, deep-equal');
+        const unowned = await old.query((sql) => sql`select event from watchtower_events where user_id is null order by seq`);
+        assert.equal(unowned.map((r) => JSON.parse(r.event as string)), events.filter((e) => e.user_id === null));
+        for (const range of [undefined, { from: now - 2 * 86_400_000 }]) {
+          assert.equal(await store.stats('m8', now, range), computeStats(mine, now, range), `stats ${JSON.stringify(range)}`);
+          const p = mine.filter((e) => e.projectId === 'p');
+          assert.equal(await store.stats('m8', now, range, 'p'), computeStats(p, now, range), `project stats ${JSON.stringify(range)}`);
+        }
+        const page = await store.list({ userId: 'm8', limit: 2, before: encodeCursor(Number(cursor)) });
+        assert.equal(page.events.map((e) => e.id), ['m8-29', 'm8-28']);
+        // The ids are still taken, by their owner only.
+        assert.equal(await store.insert(events), []);
+        const again = events.filter((e) => e.user_id === 'm8').slice(0, 2).map((e) => ({ ...e, user_id: 'm8-other' }));
+        assert.equal(await store.insert(again), again);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await old.drop();
+    }
+  });
+
   test('migration from schema version 6 marks compacted days without counters left, keeps every event, and stats stay exact', async () => {
     const old = await createTestDatabase();
     try {
@@ -731,6 +851,7 @@ async function register() {
         await store.close();
       }
       // The schema as version 6 left it.
+      await old.query(asVersion8);
       await old.query((sql) => sql`alter table watchtower_event_days drop column compacted`);
       await old.query((sql) => sql`drop function if exists watchtower_all_new`);
       await old.query((sql) => sql`delete from watchtower_migrations where version > 6`);
@@ -890,7 +1011,7 @@ async function register() {
     for (const server of [a, b]) {
       await until(async () => (await post(server, { type: 'click', id: `resume-${server.port}` }, 'killer')).status === 200, 10_000);
     }
-    const stored = new Set((await db.query((sql) => sql`select metadata->>'id' as id from watchtower_events where user_id = 'killer'`)).map((r) => r.id as string));
+    const stored = new Set((await db.query((sql) => sql`select event::jsonb->>'id' as id from watchtower_events where user_id = 'killer'`)).map((r) => r.id as string));
     const lost = acked.filter((id) => !stored.has(id));
     assert.equal(lost, [], `acknowledged but not stored: ${lost.length}`);
     assert.is(a.child.exitCode, null, 'A is still running');

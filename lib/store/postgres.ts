@@ -13,9 +13,9 @@ import { assembleStats, planStats, type StatsPlan } from '../rollup/assemble.ts'
 import {
   breakdownSessionsPart, CounterRollups, counterPart, DAY_SESSIONS, DIM_KINDS, eventCounters, HOUR_SESSIONS, TYPE, VITAL_KINDS, type Counter,
 } from '../rollup/counters.ts';
-import { HourRollup, rollupRow, type RollupPart } from '../rollup/hour.ts';
+import { asHour, HourRollup, rollupRow, type RollupPart } from '../rollup/hour.ts';
 import {
-  ACTIVE_WINDOW_MS, DAY_MS, feedbackRating, HOUR_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS,
+  ACTIVE_WINDOW_MS, DAY_MS, HOUR_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS,
   resolveRange, routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
@@ -79,11 +79,9 @@ export function isUnavailable(err: unknown): boolean {
   return UNAVAILABLE_CODES.has(code) || code.startsWith('08');
 }
 
-// PostgreSQL text cannot hold NUL; the columns (not the event, see `raw`) carry U+FFFD instead,
-// and filters are mapped the same way so they still match.
+// PostgreSQL text cannot hold NUL; the columns (not the event's text, where JSON escapes it as
+// \u0000) carry U+FFFD instead, and filters are mapped the same way so they still match.
 const col = (s: string | null): string | null => (s !== null && s.includes('\u0000') ? s.replaceAll('\u0000', '\uFFFD') : s);
-// JSON escapes jsonb refuses: \u0000 and unpaired surrogates (JSON.stringify escapes only those).
-const JSONB_UNSAFE = /\\u0000|\\ud[89a-f][0-9a-f]{2}/gi;
 
 /**
  * A PostgreSQL array literal, sent as one bound text parameter and cast in SQL (::text[], ::float8[]).
@@ -99,42 +97,44 @@ export function pgArray(values: readonly (string | number | null)[]): string {
   return out + '}';
 }
 
-interface Row { metadata: StoredEvent; raw: string | null }
+/** A row read back: the event's JSON text, as it was stored. */
+interface Row { event: string }
 /** A row read for paging: seq is a bigint, which postgres.js hands over as a string. */
 interface SeqRow extends Row { seq: string }
-const toEvent = (r: Row): StoredEvent => (r.raw !== null ? (JSON.parse(r.raw) as StoredEvent) : r.metadata);
+const toEvent = (r: Row): StoredEvent => JSON.parse(r.event) as StoredEvent;
 
 /** What an insert needs of one event, computed once by the same functions as computeStats. */
 interface Prepared {
   event: StoredEvent;
+  /** JSON.stringify of the event: what is stored. */
+  text: string;
   ms: number;
   day: number;
   hour: number;
-  /** The event's JSON as jsonb can hold it, and its exact text when that differs (see `raw`). */
-  json: string;
-  raw: string | null;
+  /** A latency point (pageloads with a duration): its duration, route, TTFB and client timestamp. */
   duration: number | null;
   routeKey: string | null;
-  rating: number | null;
+  ttfb: number | null;
   /** The rollup scopes it counts in, and the counters it adds 1 to (none for unowned events). */
   scopes: string[];
   counters: Omit<Counter, 'n'>[];
 }
 
-function prepare(batch: readonly StoredEvent[]): Prepared[] {
+function prepare(batch: readonly StoredEvent[], texts: WeakMap<StoredEvent, string>): Prepared[] {
   let iso = '', ms = NaN;
   return batch.map((e) => {
     if (e.receivedAt !== iso) ms = Date.parse((iso = e.receivedAt));
     const duration = pageloadDuration(e);
-    const json = JSON.stringify(e);
-    const unsafe = JSONB_UNSAFE.test(json);
-    JSONB_UNSAFE.lastIndex = 0;
+    const ttfb = e.data.ttfb;
+    // The statements split the texts at newlines (eventColumns): a caller's text holding one
+    // (not JSON.stringify's) is not used.
+    const given = texts.get(e);
     // Unowned events appear in no statistics.
     const owned = e.user_id !== null;
     return {
-      event: e, ms, day: Math.floor(ms / DAY_MS), hour: Math.floor(ms / HOUR_MS),
-      json: unsafe ? json.replace(JSONB_UNSAFE, '\\ufffd') : json, raw: unsafe ? json : null,
-      duration, routeKey: duration === null ? null : col(routeKey(e)), rating: feedbackRating(e),
+      event: e, text: given !== undefined && !given.includes('\n') ? given : JSON.stringify(e), ms, day: Math.floor(ms / DAY_MS), hour: Math.floor(ms / HOUR_MS),
+      duration, routeKey: duration === null ? null : col(routeKey(e)),
+      ttfb: duration !== null && typeof ttfb === 'number' && Number.isFinite(ttfb) ? ttfb : null,
       scopes: !owned ? [] : e.projectId === undefined ? [''] : ['', col(scopeOf(e.projectId))!],
       counters: owned ? eventCounters(rollupRow(e, ms)) : [],
     };
@@ -142,54 +142,50 @@ function prepare(batch: readonly StoredEvent[]): Prepared[] {
 }
 
 /**
- * The bound arrays of the exact insert (insertStatement): one entry per event (its columns, dedupe
- * key, receive day and hour), and one per rollup counter an event adds to (`c_*`, pointing at the
- * event by its 1-based position), so that the database adds up only those of events it newly stores.
+ * The bound values of one row per event, which both insert statements read (inputStep): the
+ * columns as arrays, and the events' texts joined by newlines (JSON.stringify never writes one),
+ * which the database splits far more cheaply than it would parse an array literal of them.
  */
-function insertColumns(prepared: readonly Prepared[]) {
-  const cols = {
-    id: [] as (string | null)[], user_id: [] as (string | null)[], project_id: [] as (string | null)[],
-    type: [] as (string | null)[], received_at: [] as string[], day: [] as number[], hour: [] as number[],
-    session_id: [] as (string | null)[], app_version: [] as (string | null)[], route_key: [] as (string | null)[],
-    duration: [] as (number | null)[], rating: [] as (number | null)[], metadata: [] as string[], raw: [] as (string | null)[],
-    c_ord: [] as number[], c_scope: [] as (string | null)[], c_kind: [] as string[], c_key: [] as (string | null)[],
-    c_ms: [] as number[], c_micros: [] as number[],
+function eventColumns(prepared: readonly Prepared[]) {
+  const column = <T extends string | number | null>(f: (p: Prepared) => T) => pgArray(prepared.map(f));
+  return {
+    texts: prepared.map((p) => p.text).join('\n'),
+    id: column((p) => col(p.event.id)), user_id: column((p) => col(p.event.user_id)),
+    project_id: column((p) => (p.event.projectId === undefined ? null : col(p.event.projectId))),
+    type: column((p) => col(p.event.type)), received_at: column((p) => p.event.receivedAt), day: column((p) => p.day), hour: column((p) => p.hour),
+    session_id: column((p) => col(p.event.sessionId)), app_version: column((p) => col(p.event.deployVersion)),
+    route_key: column((p) => p.routeKey), duration: column((p) => p.duration), ttfb: column((p) => p.ttfb),
+    ts: column((p) => (p.duration === null ? null : col(p.event.timestamp))),
   };
+}
+type EventColumns = ReturnType<typeof eventColumns>;
+
+/**
+ * The rollup counters of the exact insert (insertStatement): one per counter an event adds to,
+ * pointing at the event by its 1-based position, so that the database adds up only those of
+ * events it newly stores.
+ */
+function counterColumns(prepared: readonly Prepared[]) {
+  const c = { ord: [] as number[], scope: [] as string[], kind: [] as string[], key: [] as (string | null)[], ms: [] as number[], micros: [] as number[] };
   prepared.forEach((p, i) => {
-    const e = p.event;
-    cols.id.push(col(e.id));
-    cols.user_id.push(col(e.user_id));
-    cols.project_id.push(e.projectId === undefined ? null : col(e.projectId));
-    cols.type.push(col(e.type));
-    cols.received_at.push(e.receivedAt);
-    cols.day.push(p.day);
-    cols.hour.push(p.hour);
-    cols.session_id.push(col(e.sessionId));
-    cols.app_version.push(col(e.deployVersion));
-    cols.route_key.push(p.routeKey);
-    cols.duration.push(p.duration);
-    cols.rating.push(p.rating);
-    cols.metadata.push(p.json);
-    cols.raw.push(p.raw);
     for (const scope of p.scopes) {
-      for (const c of p.counters) {
-        cols.c_ord.push(i + 1);
-        cols.c_scope.push(scope);
-        cols.c_kind.push(c.kind);
-        cols.c_key.push(col(c.key));
-        cols.c_ms.push(c.ms);
-        cols.c_micros.push(c.micros);
+      for (const k of p.counters) {
+        c.ord.push(i + 1);
+        c.scope.push(scope);
+        c.kind.push(k.kind);
+        c.key.push(col(k.key));
+        c.ms.push(k.ms);
+        c.micros.push(k.micros);
       }
     }
   });
-  return cols;
+  return { ord: pgArray(c.ord), scope: pgArray(c.scope), kind: pgArray(c.kind), key: pgArray(c.key), ms: pgArray(c.ms), micros: pgArray(c.micros) };
 }
 
 /**
- * The bound values of the batch insert (batchStatement), which stores every event of the batch
- * or nothing: the events as one JSON array (the database reads their columns from it), the few
- * per-event values computed here, and the rollups already added up over the batch: each counter
- * once with its count, each session of an hour, of a day and of a breakdown name once.
+ * The rollups of the batch insert (batchStatement), which stores every event of the batch or
+ * nothing, already added up over the batch: each counter once with its count, each session of an
+ * hour, of a day and of a breakdown name once.
  */
 function batchColumns(prepared: readonly Prepared[]) {
   // Nested maps keyed by the strings the events already hold (their hashes are computed once),
@@ -257,10 +253,6 @@ function batchColumns(prepared: readonly Prepared[]) {
     }
   }
   return {
-    events: '[' + prepared.map((p) => p.json).join(',') + ']',
-    raw: pgArray(prepared.map((p) => p.raw)), day: pgArray(prepared.map((p) => p.day)),
-    route_key: pgArray(prepared.map((p) => p.routeKey)), duration: pgArray(prepared.map((p) => p.duration)),
-    rating: pgArray(prepared.map((p) => p.rating)),
     c_user: pgArray(c.user), c_scope: pgArray(c.scope), c_hour: pgArray(c.hour), c_kind: pgArray(c.kind),
     c_key: pgArray(c.key), c_ms: pgArray(c.ms), c_n: pgArray(c.n), c_micros: pgArray(c.micros),
     hs: [pgArray(hs.user), pgArray(hs.scope), pgArray(hs.hour), pgArray(hs.session)],
@@ -447,7 +439,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const loadBySeq = async (seqs: number[]) => {
     const since = new Date((Math.floor(Date.now() / DAY_MS) - 1) * DAY_MS).toISOString();
     const rows = await sql<Row[]>`
-      select metadata, raw from watchtower_events
+      select event from watchtower_events
       where seq = any(${pgArray(seqs)}::bigint[]) and received_at >= ${since}::timestamptz order by seq`;
     return rows.map(toEvent);
   };
@@ -519,18 +511,19 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
    * whole (BATCH_HAD_STORED_IDS) and the exact statement, which checks event by event, runs instead.
    */
   const writeBatch = async (batch: StoredEvent[]): Promise<Set<string>> => {
-    const prepared = prepare(batch);
+    const prepared = prepare(batch, texts);
     const days = prepared.map((p) => p.day);
     const missing = [...new Set(days)].filter((d) => !knownDays.has(d));
     if (missing.length) await ensurePartitions(Math.min(...missing), Math.max(...missing) + DAYS_AHEAD);
+    const rows = eventColumns(prepared);
     let exact = false;
     // Two statements inserting the same (owner, id)s or counters in different orders (a client
     // retrying a batch on another instance) can deadlock; PostgreSQL aborts one whole statement,
     // which is then simply run again.
     for (let attempt = 1; ; attempt++) {
       try {
-        if (exact) return await insertStatement(insertColumns(prepared));
-        await batchStatement(batchColumns(prepared), prepared.length);
+        if (exact) return await insertStatement(rows, counterColumns(prepared));
+        await batchStatement(rows, batchColumns(prepared), prepared.length);
         return new Set(batch.map((e) => `${col(e.user_id) ?? ''}\u0000${col(e.id)}`));
       } catch (err) {
         const code = (err as { code?: string }).code;
@@ -547,11 +540,29 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       }
     }
   };
-  /**
-   * The step of both insert statements that counts the rows of `ins` (seq, user_id, received_at) in
-   * watchtower_event_days, which bounds every read to its days (its closing parenthesis is theirs).
-   */
-  const eventDaysStep = () => sql`event_days as (
+
+  // The steps of the insert statements. Both are one statement, so one transaction without a
+  // reserved connection: the ids claimed, the rows, the rollups and the NOTIFYs commit together.
+  type Step = postgres.PendingQuery<postgres.Row[]>;
+  /** `input`: one row per event of the batch (eventColumns), with its dedupe key. */
+  const inputStep = (c: EventColumns): Step => sql`input as (
+        select t.*, watchtower_event_key(coalesce(t.user_id, ''), t.id) as key, e.event
+        from unnest(${c.id}::text[], ${c.user_id}::text[], ${c.project_id}::text[], ${c.type}::text[], ${c.received_at}::timestamptz[],
+                    ${c.day}::int4[], ${c.hour}::int4[], ${c.session_id}::text[], ${c.app_version}::text[], ${c.route_key}::text[],
+                    ${c.duration}::float8[], ${c.ttfb}::float8[], ${c.ts}::text[])
+          with ordinality as t(id, user_id, project_id, type, received_at, day, hour, session_id, app_version, route_key, duration, ttfb, ts, ord)
+        join string_to_table(${c.texts}::text, E'\\n') with ordinality as e(event, ord) on e.ord = t.ord
+      )`;
+  /** `ins`: the rows of `from` (input or the part of it newly claimed) stored, in batch order. */
+  const insStep = (from: Step): Step => sql`ins as (
+        insert into watchtower_events
+          (user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event)
+        select user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event
+        from ${from} order by ord
+        returning seq, user_id, received_at
+      )`;
+  /** Counts the rows of `ins` in watchtower_event_days, which bounds every read to its days. */
+  const eventDaysStep = (): Step => sql`event_days as (
         insert into watchtower_event_days as d (user_id, day, first_seq, last_seq, events)
         select coalesce(user_id, ''), floor(extract(epoch from received_at) / 86400)::integer, min(seq), max(seq), count(*)
         from ins
@@ -560,59 +571,37 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         on conflict (user_id, day) do update
           set first_seq = least(d.first_seq, excluded.first_seq), last_seq = greatest(d.last_seq, excluded.last_seq),
               events = d.events + excluded.events
-        returning 1`;
-  /**
-   * The batch insert: one statement claiming every id, storing every event and adding the
-   * batch's rollups as they were summed in the instance (batchColumns), far less work for the
-   * database than the exact statement's counter row per event and scope. It fails whole
-   * (watchtower_all_new raises BATCH_HAD_STORED_IDS) when an id was stored before, as then its
-   * sums count events that are not new.
-   */
-  const batchStatement = async (c: ReturnType<typeof batchColumns>, sent: number): Promise<void> => {
-    await guard('insert', () => sql`
-      with input as (
-        select e.value as metadata, e.ord, t.raw, t.day, t.route_key, t.duration, t.rating
-        from jsonb_array_elements(${c.events}::text::jsonb) with ordinality as e(value, ord)
-        join unnest(${c.raw}::text[], ${c.day}::int4[], ${c.route_key}::text[], ${c.duration}::float8[], ${c.rating}::int2[])
-          with ordinality as t(raw, day, route_key, duration, rating, ord) on t.ord = e.ord
-      ), claimed as (
-        insert into watchtower_event_ids (owner, id, day)
-        select coalesce(metadata->>'user_id', ''), metadata->>'id', day from input order by ord
-        on conflict do nothing
         returning 1
-      ), ins as (
-        insert into watchtower_events
-          (user_id, project_id, type, received_at, session_id, app_version, route_key, duration, rating, metadata, raw)
-        select metadata->>'user_id', metadata->>'projectId', metadata->>'type', (metadata->>'receivedAt')::timestamptz,
-               metadata->>'sessionId', metadata->>'deployVersion', route_key, duration, rating, metadata, raw
-        from input order by ord
-        returning seq, user_id, received_at
-      ), ${eventDaysStep()}
-      ), hour_sessions as (
+      )`;
+  /**
+   * The steps both statements end with: the session sets take the sessions of their sources (a
+   * row a set already holds is skipped), the counter rows are upserted with the counters of
+   * `counters` (user_id, scope, hour, kind, key, ms, n, micros) and a session count of 1 for each
+   * session a set newly took, adding to what other instances added, and the stored rows are
+   * announced by NOTIFY, in chunks that keep each payload under the 8000-byte limit. Rows are
+   * written in key order, so that two statements upserting the same rows do not deadlock.
+   */
+  const rollupSteps = (s: { hourSessions: Step; daySessions: Step; breakdownSessions: Step; counters: Step }): Step => sql`hour_sessions as (
         insert into watchtower_rollup_sessions (user_id, scope, hour, session)
-        select * from unnest(${c.hs[0]}::text[], ${c.hs[1]}::text[], ${c.hs[2]}::int4[], ${c.hs[3]}::text[])
+        ${s.hourSessions}
         order by 1, 2, 3, 4
         on conflict do nothing
         returning user_id, scope, hour
       ), day_sessions as (
         insert into watchtower_day_sessions (user_id, scope, day, session)
-        select * from unnest(${c.ds[0]}::text[], ${c.ds[1]}::text[], ${c.ds[2]}::int4[], ${c.ds[3]}::text[])
+        ${s.daySessions}
         order by 1, 2, 3, 4
         on conflict do nothing
         returning user_id, scope, day
       ), breakdown_sessions as (
         insert into watchtower_breakdown_sessions (user_id, scope, hour, kind, key, session)
-        select user_id, scope, hour, kind::"char", key, session
-        from unnest(${c.bs[0]}::text[], ${c.bs[1]}::text[], ${c.bs[2]}::int4[], ${c.bs[3]}::text[], ${c.bs[4]}::text[], ${c.bs[5]}::text[])
-          as b(user_id, scope, hour, kind, key, session)
+        ${s.breakdownSessions}
         order by 1, 2, 3, 4, 5, 6
         on conflict do nothing
       ), rolled as (
         insert into watchtower_rollups as r (user_id, scope, hour, kind, key, ms, n, micros)
         select user_id, scope, hour, kind::"char", key, ms, sum(n)::int8, sum(micros) from (
-          select * from unnest(${c.c_user}::text[], ${c.c_scope}::text[], ${c.c_hour}::int4[], ${c.c_kind}::text[],
-                               ${c.c_key}::text[], ${c.c_ms}::float8[], ${c.c_n}::int8[], ${c.c_micros}::float8[])
-            as k(user_id, scope, hour, kind, key, ms, n, micros)
+          ${s.counters}
           union all select user_id, scope, hour, ${HOUR_SESSIONS}::text, '', 0, 1, 0 from hour_sessions
           union all select user_id, scope, day * 24, ${DAY_SESSIONS}::text, '', 0, 1, 0 from day_sessions
         ) x
@@ -625,90 +614,71 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         select pg_notify(${channel}, ${instance} || ' ' || string_agg(seq::text, ',' order by seq))
         from (select seq, (row_number() over (order by seq) - 1) / ${NOTIFY_CHUNK} as chunk from ins) c
         group by chunk
-      )
-      select watchtower_all_new((select count(*) from claimed), ${sent}::int8) as claimed,
-             (select count(*) from notified) as notifications, (select count(*) from rolled) as counters,
-             (select count(*) from event_days) as days`);
-  };
-  const insertStatement = async (c: ReturnType<typeof insertColumns>): Promise<Set<string>> => {
-    // One statement, so one transaction without a reserved connection: the ids claimed, the rows,
-    // the rollups and the NOTIFYs commit together, and only for events not stored before (an id
-    // already claimed by the same owner is skipped, and neither stored nor counted). Rollups are
-    // one upsert per counter row of the batch, adding to what other instances added.
-    const rows = await guard('insert', () => sql<{ owner: string; id: string }[]>`
-      with input as (
-        select * from unnest(
-          ${pgArray(c.id)}::text[], ${pgArray(c.user_id)}::text[], ${pgArray(c.project_id)}::text[], ${pgArray(c.type)}::text[],
-          ${pgArray(c.received_at)}::text[], ${pgArray(c.day)}::int4[], ${pgArray(c.hour)}::int4[],
-          ${pgArray(c.session_id)}::text[], ${pgArray(c.app_version)}::text[], ${pgArray(c.route_key)}::text[],
-          ${pgArray(c.duration)}::float8[], ${pgArray(c.rating)}::int2[], ${pgArray(c.metadata)}::text[], ${pgArray(c.raw)}::text[]
-        ) with ordinality as t(id, user_id, project_id, type, received_at, day, hour, session_id, app_version, route_key,
-                               duration, rating, metadata, raw, ord)
-      ), claimed as (
-        insert into watchtower_event_ids (owner, id, day)
-        select coalesce(user_id, ''), id, day from input order by ord
+      )`;
+  /** What both statements answer beside their own columns; it makes `notified` run (a plain select step runs only if read). */
+  const doneColumns = sql`(select count(*) from notified) as notifications, (select count(*) from rolled) as counters,
+             (select count(*) from event_days) as days`;
+
+  /**
+   * The batch insert: one statement claiming every id, storing every event and adding the
+   * batch's rollups as they were summed in the instance (batchColumns), far less work for the
+   * database than the exact statement's counter row per event and scope. It fails whole
+   * (watchtower_all_new raises BATCH_HAD_STORED_IDS) when an id was stored before, as then its
+   * sums count events that are not new.
+   */
+  const batchStatement = async (e: EventColumns, c: ReturnType<typeof batchColumns>, sent: number): Promise<void> => {
+    await guard('insert', () => sql`
+      with ${inputStep(e)}, claimed as (
+        insert into watchtower_event_ids (key, day)
+        select key, day from input order by ord
         on conflict do nothing
-        returning owner, id
-      ), fresh as (
-        select i.* from input i join claimed c on c.owner = coalesce(i.user_id, '') and c.id = i.id
-      ), ins as (
-        insert into watchtower_events
-          (user_id, project_id, type, received_at, session_id, app_version, route_key, duration, rating, metadata, raw)
-        select user_id, project_id, type, received_at::timestamptz, session_id, app_version, route_key, duration, rating,
-               metadata::jsonb, raw
-        from fresh order by ord
-        returning seq, user_id, received_at
-      ), ${eventDaysStep()}
-      ), counters as (
-        select f.user_id, k.scope, f.hour, f.day, f.session_id, k.kind, k.key, k.ms, k.micros
-        from unnest(
-          ${pgArray(c.c_ord)}::int8[], ${pgArray(c.c_scope)}::text[], ${pgArray(c.c_kind)}::text[], ${pgArray(c.c_key)}::text[],
-          ${pgArray(c.c_ms)}::float8[], ${pgArray(c.c_micros)}::float8[]
-        ) as k(ord, scope, kind, key, ms, micros)
-        join fresh f on f.ord = k.ord
-      ), hour_sessions as (
-        insert into watchtower_rollup_sessions (user_id, scope, hour, session)
-        select distinct user_id, scope, hour, session_id from counters where kind = ${TYPE}::text and session_id is not null
-        order by 1, 2, 3, 4
-        on conflict do nothing
-        returning user_id, scope, hour
-      ), day_sessions as (
-        insert into watchtower_day_sessions (user_id, scope, day, session)
-        select distinct user_id, scope, day, session_id from counters where kind = ${TYPE}::text and session_id is not null
-        order by 1, 2, 3, 4
-        on conflict do nothing
-        returning user_id, scope, day
-      ), breakdown_sessions as (
-        insert into watchtower_breakdown_sessions (user_id, scope, hour, kind, key, session)
-        select distinct user_id, scope, hour, kind::"char", key, session_id from counters
-        where kind = any(${pgArray([...DIM_KINDS])}::text[]) and session_id is not null
-        order by 1, 2, 3, 4, 5, 6
-        on conflict do nothing
-      ), rolled as (
-        insert into watchtower_rollups as r (user_id, scope, hour, kind, key, ms, n, micros)
-        select user_id, scope, hour, kind::"char", key, ms, count(*), sum(micros) from (
-          select user_id, scope, hour, kind, key, ms, micros from counters
-          union all select user_id, scope, hour, ${HOUR_SESSIONS}::text, '', 0, 0 from hour_sessions
-          union all select user_id, scope, day * 24, ${DAY_SESSIONS}::text, '', 0, 0 from day_sessions
-        ) x
-        group by 1, 2, 3, 4, 5, 6
-        order by 1, 2, 3, 4, 5, 6
-        on conflict (user_id, scope, hour, kind, key, ms)
-          do update set n = r.n + excluded.n, micros = r.micros + excluded.micros
         returning 1
-      ), notified as (
-        select pg_notify(${channel}, ${instance} || ' ' || string_agg(seq::text, ',' order by seq))
-        from (select seq, (row_number() over (order by seq) - 1) / ${NOTIFY_CHUNK} as chunk from ins) c
-        group by chunk
-      )
-      select owner, id, (select count(*) from notified) as notifications, (select count(*) from rolled) as counters,
-             (select count(*) from event_days) as days
-      from claimed`);
+      ), ${insStep(sql`input`)}, ${eventDaysStep()}, ${rollupSteps({
+        hourSessions: sql`select * from unnest(${c.hs[0]}::text[], ${c.hs[1]}::text[], ${c.hs[2]}::int4[], ${c.hs[3]}::text[])`,
+        daySessions: sql`select * from unnest(${c.ds[0]}::text[], ${c.ds[1]}::text[], ${c.ds[2]}::int4[], ${c.ds[3]}::text[])`,
+        breakdownSessions: sql`select user_id, scope, hour, kind::"char", key, session
+          from unnest(${c.bs[0]}::text[], ${c.bs[1]}::text[], ${c.bs[2]}::int4[], ${c.bs[3]}::text[], ${c.bs[4]}::text[], ${c.bs[5]}::text[])
+            as b(user_id, scope, hour, kind, key, session)`,
+        counters: sql`select * from unnest(${c.c_user}::text[], ${c.c_scope}::text[], ${c.c_hour}::int4[], ${c.c_kind}::text[],
+                               ${c.c_key}::text[], ${c.c_ms}::float8[], ${c.c_n}::int8[], ${c.c_micros}::float8[])
+            as k(user_id, scope, hour, kind, key, ms, n, micros)`,
+      })}
+      select watchtower_all_new((select count(*) from claimed), ${sent}::int8) as claimed, ${doneColumns}`);
+  };
+  /**
+   * The exact insert: only events not stored before (an id already claimed by the same owner is
+   * skipped, and neither stored nor counted). Rollups come from a counter row per event and scope
+   * (counterColumns), joined to the events newly claimed.
+   */
+  const insertStatement = async (e: EventColumns, k: ReturnType<typeof counterColumns>): Promise<Set<string>> => {
+    const rows = await guard('insert', () => sql<{ owner: string; id: string }[]>`
+      with ${inputStep(e)}, claimed as (
+        insert into watchtower_event_ids (key, day)
+        select key, day from input order by ord
+        on conflict do nothing
+        returning key
+      ), fresh as (
+        select i.* from input i join claimed c on c.key = i.key
+      ), ${insStep(sql`fresh`)}, ${eventDaysStep()}, counters as (
+        select f.user_id, k.scope, f.hour, f.day, f.session_id, k.kind, k.key, k.ms, k.micros
+        from unnest(${k.ord}::int8[], ${k.scope}::text[], ${k.kind}::text[], ${k.key}::text[], ${k.ms}::float8[], ${k.micros}::float8[])
+          as k(ord, scope, kind, key, ms, micros)
+        join fresh f on f.ord = k.ord
+      ), ${rollupSteps({
+        hourSessions: sql`select distinct user_id, scope, hour, session_id from counters where kind = ${TYPE}::text and session_id is not null`,
+        daySessions: sql`select distinct user_id, scope, day, session_id from counters where kind = ${TYPE}::text and session_id is not null`,
+        breakdownSessions: sql`select distinct user_id, scope, hour, kind::"char", key, session_id from counters
+          where kind = any(${pgArray([...DIM_KINDS])}::text[]) and session_id is not null`,
+        counters: sql`select user_id, scope, hour, kind, key, ms, 1::int8 as n, micros from counters`,
+      })}
+      select coalesce(user_id, '') as owner, id, ${doneColumns} from fresh`);
     return new Set(rows.map((r) => `${r.owner}\u0000${r.id}`));
   };
 
   // Group commit (lib/store/postgres-group-commit.ts): one statement per user in flight, the
   // user's requests arriving meanwhile merged into the next one.
+  // The texts the route serialised its events to (Store.insert), for the statements to reuse.
+  const texts = new WeakMap<StoredEvent, string>();
   const insert = groupCommit(async (events) => {
     const fresh = await writeBatch(events);
     return new Set(events.filter((e) => fresh.has(`${col(e.user_id) ?? ''}\u0000${col(e.id)}`)));
@@ -742,7 +712,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const newest = async (f: EventFilter, want: number, beforeSeq?: number, known?: readonly EventDay[]): Promise<SeqRow[]> => {
     const days = (known ?? (await daysOf(f))).filter((d) => beforeSeq === undefined || d.first < beforeSeq);
     const found = await readByDays(days, 'desc', want, [''], (d0, d1) => sql<SeqRow[]>`
-      select seq, metadata, raw from watchtower_events
+      select seq, event from watchtower_events
       where ${filterSql(f)} and ${receivedIn(d0, d1)}
         ${beforeSeq !== undefined ? sql`and seq < ${beforeSeq}` : sql``}
       order by seq desc
@@ -752,7 +722,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
   const store: Store = {
     persisted: true,
-    insert(events) {
+    insert(events, serialised) {
+      serialised?.forEach((text, i) => texts.set(events[i], text));
       return insert(events);
     },
 
@@ -782,7 +753,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       for (;;) {
         const after = afterSeq;
         const found = await guard('export', () => readByDays(days.filter((d) => d.last > after), 'asc', limit, [''], (d0, d1) => sql<SeqRow[]>`
-          select seq, metadata, raw from watchtower_events
+          select seq, event from watchtower_events
           where ${filterSql(filter)} and ${receivedIn(d0, d1)} and seq > ${after} and seq <= ${max}
           order by seq
           limit ${limit}`.then((rows) => new Map([['', rows]]))));
@@ -973,7 +944,7 @@ function dayPart(day: number, hours: readonly RollupPart[]): RollupPart {
   if (!part) {
     const merged = new HourRollup(day * 24);
     for (const p of hours) {
-      merged.merge({ hour: day * 24, total: p.total, sessionCount: p.sessionCount, forEachSession: (fn) => p.forEachSession(fn), columns: () => p.columns() });
+      merged.merge(asHour(p, day * 24));
     }
     mergedDays.set(hours, (part = merged));
   }
@@ -1082,8 +1053,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
       select r.route, (
         select coalesce(json_agg(json_build_array(seq::text, duration, ts, ttfb) order by seq desc), '[]')
         from (
-          select seq, duration, metadata->>'timestamp' as ts,
-                 case when jsonb_typeof(metadata->'data'->'ttfb') = 'number' then (metadata->'data'->>'ttfb')::float8 end as ttfb
+          select seq, duration, ts, ttfb
           from watchtower_events
           where user_id = ${user} and route_key = r.route ${ofProject} ${inRange}
             and received_at >= ${iso(d0 * DAY_MS)}::timestamptz and received_at < ${iso((d1 + 1) * DAY_MS)}::timestamptz
@@ -1110,7 +1080,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     session_counts: [string, number, number][];
     sessions: [number, string][];
     breakdown_sessions: [string, string, string[]][];
-    edges: Row[];
+    edges: string;
     active: number;
   }[]>`
     select
@@ -1136,7 +1106,8 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
          select kind::text, key, array_agg(distinct session) as sessions from watchtower_breakdown_sessions
          where ${breakdowns && h0 < h1}::boolean and user_id = ${user} and scope = ${scope} ${hours(h0, h1)}
          group by kind, key) t) as breakdown_sessions,
-      (select coalesce(json_agg(json_build_object('metadata', metadata, 'raw', raw) order by seq), '[]')
+      -- The stored texts as one JSON array, which the instance parses at once.
+      (select coalesce('[' || string_agg(event, ',' order by seq) || ']', '[]')
          from watchtower_events
          where user_id = ${user} ${ofProject}
            and ${anyOf(plan.rawSpans, (a, b) => sql`(received_at >= ${iso(a)}::timestamptz and received_at < ${iso(b)}::timestamptz)`)}) as edges,
@@ -1195,7 +1166,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   if (row.breakdown_sessions.length) parts.push(breakdownSessionsPart(h0, row.breakdown_sessions));
   const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut);
   // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
-  const edges = HourRollup.fromRows(row.edges.map((r) => rollupRow(toEvent(r))));
+  const edges = HourRollup.fromRows((JSON.parse(row.edges) as StoredEvent[]).map((e) => rollupRow(e)));
 
   // Each route's count in range. Its points: those read beside the main statement for the routes
   // of the cached days, and those of any other route now.

@@ -1,0 +1,109 @@
+// PostgreSQL ingest in process, this store against the store of another commit, alternating.
+// Through the handler (no sockets, no wrk competing for the two cores): CONCURRENCY requests of
+// the bench's batch of 20 at a time, owned by one user (so rolled up), for SECONDS each run, each
+// run on a fresh database. Rounds alternate the two codes, so that both see the same moments of a
+// shared machine; the figures to compare are the per-round pairs.
+// `BENCH_BASELINE_COMMIT=<commit> npm run bench:postgres-ingest`.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import postgres from 'postgres';
+import { createHandler } from '../lib/handler.ts';
+import type { openPostgresStore } from '../lib/store/postgres.ts';
+import { createTestDatabase } from '../test/helpers/postgres.ts';
+import { median, ROOT } from './lib.ts';
+
+const BASELINE_COMMIT = process.env.BENCH_BASELINE_COMMIT ?? 'HEAD';
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const CONCURRENCY = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const BROWSER = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+
+// The batch of bench/postgres.ts.
+const body = JSON.stringify({
+  events: Array.from({ length: 20 }, (_, i) => ({
+    type: ['pageload', 'click', 'error', 'custom'][i % 4], sessionId: `session-${i % 7}`, deployVersion: '1.4.2',
+    url: `https://shop.example/products/${i}`, route: '/products/:id', data: i % 4 === 0 ? { duration: 420 + i, ttfb: 80 } : { target: 'button#buy' },
+  })),
+});
+
+const tmp = mkdtempSync(tmpdir() + '/watchtower-pg-ingest-');
+const baseDir = `${tmp}/baseline`;
+execFileSync('sh', ['-c', `mkdir -p ${baseDir} && git -C ${ROOT} archive ${BASELINE_COMMIT} | tar -x -C ${baseDir}`]);
+symlinkSync(ROOT + 'node_modules', `${baseDir}/node_modules`);
+const codes: Record<string, typeof openPostgresStore> = {
+  baseline: ((await import(`${baseDir}/lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore }).openPostgresStore,
+  'this store': ((await import(`${ROOT}lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore }).openPostgresStore,
+};
+
+/** CPU seconds (user + system) the database's backends have used, from /proc (same machine). */
+const ticks = Number(process.env.BENCH_CLOCK_TICKS ?? 100);
+async function backendCpu(admin: postgres.Sql, name: string): Promise<number> {
+  const pids = await admin<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${name}`;
+  let total = 0;
+  for (const { pid } of pids) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) / ticks;
+    } catch {
+      // A backend that ended meanwhile.
+    }
+  }
+  return total;
+}
+
+/**
+ * Events/s, the CPU per event of this process and of the database's backends, and the database's
+ * bytes per event stored (events, ids and rollups, with their indexes).
+ */
+async function run(open: typeof openPostgresStore) {
+  const db = await createTestDatabase();
+  const store = await open({ url: db.url });
+  try {
+    const handler = createHandler({ store, log: () => {}, defaultOwner: 'ingest-user', rateLimit: { rate: 0, burst: 0 } });
+    const post = async () => {
+      const res = await handler(new Request('http://bench.test/api/events', { method: 'POST', headers: { 'content-type': 'application/json', 'user-agent': BROWSER }, body }));
+      if (res.status !== 200) throw new Error(`ingest answered ${res.status}: ${await res.text()}`);
+      await res.arrayBuffer();
+    };
+    const loop = async (until: number, counter: { n: number }) => {
+      while (performance.now() < until) {
+        await post();
+        counter.n++;
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, () => loop(performance.now() + 1000, { n: 0 }))); // warm-up
+    const counter = { n: 0 };
+    const cpu0 = process.cpuUsage(), db0 = await backendCpu(db.admin, db.name);
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: CONCURRENCY }, () => loop(t0 + SECONDS * 1000, counter)));
+    const eps = (counter.n * 20) / ((performance.now() - t0) / 1000);
+    const cpu = process.cpuUsage(cpu0), dbCpu = (await backendCpu(db.admin, db.name)) - db0;
+    const events = counter.n * 20;
+    const sql = postgres(db.url, { max: 1, onnotice: () => {}, fetch_types: false });
+    const [{ bytes, stored }] = await sql<{ bytes: number; stored: number }[]>`
+      select (select sum(pg_total_relation_size(c.oid)) from pg_class c
+              where c.relkind = 'r' and c.relname like 'watchtower\\_%' and c.relname <> 'watchtower_migrations')::float8 as bytes,
+             (select count(*) from watchtower_events)::float8 as stored`;
+    await sql.end();
+    return { eps, bytes: bytes / stored, instanceUs: ((cpu.user + cpu.system) / events), dbUs: (dbCpu * 1e6) / events };
+  } finally {
+    await store.close();
+    await db.drop();
+  }
+}
+
+const results: Record<string, number[]> = { baseline: [], 'this store': [] };
+try {
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const [name, open] of round % 2 ? Object.entries(codes) : Object.entries(codes).reverse()) {
+      const { eps, bytes, instanceUs, dbUs } = await run(open);
+      results[name].push(eps);
+      console.log(`round ${round} ${name}: ${Math.round(eps).toLocaleString('en-US')} events/s, CPU per event ${instanceUs.toFixed(0)} µs in process, ` +
+        `${dbUs.toFixed(0)} µs in PostgreSQL (${Math.round(bytes)} B per event, small tables)`);
+    }
+  }
+  for (const [name, eps] of Object.entries(results)) console.log(`${name} (${name === 'baseline' ? BASELINE_COMMIT : 'working tree'}): median ${Math.round(median(eps)).toLocaleString('en-US')} events/s`);
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
