@@ -27,6 +27,13 @@ function h(i: number, salt: number): number {
 }
 const unit = (i: number, salt: number) => h(i, salt) / 4294967296;
 
+const hex = (n: number, digits: number) => n.toString(16).padStart(8, '0').slice(-digits);
+/** A session id shaped like the SDK's (a UUID, version 7), stable for a (user, session). */
+function sessionUuid(user: number, session: number): string {
+  const k = session * 64 + user;
+  return `${hex(h(k, 21), 8)}-${hex(h(k, 22), 4)}-7${hex(h(k, 23), 3)}-${hex(8 + (h(k, 24) & 3), 1)}${hex(h(k, 25), 3)}-${hex(h(k, 26), 4)}${hex(h(k, 27), 8)}`;
+}
+
 /** The i-th event of the data set, received at `at` (ms), owned by one of `users` users. */
 export function historyEvent(i: number, at: number, users: number): StoredEvent {
   const user = h(i, 1) % users;
@@ -57,8 +64,8 @@ export function historyEvent(i: number, at: number, users: number): StoredEvent 
   const raw: RawEvent = {
     id: uuidv7(at),
     type,
-    // Sessions of ~20 consecutive events of the same user.
-    sessionId: `s-${user}-${session}`,
+    // Sessions of ~20 consecutive events of the same user, with ids shaped like the SDK's.
+    sessionId: sessionUuid(user, session),
     // A session's page loads name the site it came from, if any.
     referrer: type === 'pageload' ? REFERRERS[h(session, 17) % REFERRERS.length] : undefined,
     deployVersion: `1.${Math.floor(at / (7 * 86_400_000)) % 100}.0`,

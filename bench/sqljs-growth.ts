@@ -1,5 +1,5 @@
 // `npm run bench:sqljs`: does the patched file growth of sql.js (lib/store/sqljs.ts) still pay for
-// itself now that the hot segment is sealed at 150,000 events? Fills a hot segment's schema with
+// itself now that the hot segment is sealed at DEFAULT_SEAL_EVENTS? Fills a hot segment's schema with
 // BENCH_EVENTS events (default: the seal size) in transactions of 500 rows, as the worker applies
 // them, once with sql.js as the store loads it and once with the stock module, alternating, for
 // BENCH_ROUNDS rounds in one process. Reports the fill time, the slowest transaction (a growth copy
@@ -11,10 +11,11 @@ import { dirname, join } from 'node:path';
 import { loadavg } from 'node:os';
 import type { Database, SqlJsStatic } from 'sql.js';
 import { SCHEMA } from '../lib/store/segment.ts';
+import { DEFAULT_SEAL_EVENTS } from '../lib/store/sqlite.ts';
 import { databaseFile, loadSqlJs } from '../lib/store/sqljs.ts';
 import { eventData, machine, median, spread, writeSection } from './lib.ts';
 
-const EVENTS = Number(process.env.BENCH_EVENTS ?? 150_000);
+const EVENTS = Number(process.env.BENCH_EVENTS ?? DEFAULT_SEAL_EVENTS);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const BATCH = 500;
 const TYPES = ['pageload', 'click', 'error', 'feedback', 'custom'];
