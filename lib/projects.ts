@@ -3,7 +3,7 @@
 // each key also has a 'project-key' record (id: the key) so ingestion finds the project by key.
 import { HttpError } from './http.ts';
 import { createRateLimiter, type RateLimiter } from './ratelimit.ts';
-import type { RecordStore, StoredRecord } from './records/types.ts';
+import { creationTime, type RecordStore, type StoredRecord } from './records/types.ts';
 
 export interface Project {
   /** Decimal digits: Sentry SDKs refuse a DSN whose project id is not a number. */
@@ -143,10 +143,7 @@ export function createProjects(records: RecordStore, clock: () => number): Proje
       if (mine.length >= MAX_PROJECTS_PER_USER) {
         throw new HttpError(409, 'too_many_projects', `At most ${MAX_PROJECTS_PER_USER} projects per user`);
       }
-      // The list is in creation order: a project made in the same millisecond as the user's newest
-      // one is stamped a millisecond after it, or the random ids would order the two.
-      const newest = Math.max(0, ...mine.map((r) => Date.parse(r.body.createdAt)));
-      project.createdAt = new Date(Math.max(clock(), newest + 1)).toISOString();
+      project.createdAt = creationTime(clock(), mine.map((r) => r.body.createdAt));
       do project.id = newId();
       while (await records.find(PROJECT_KIND, project.id));
       await save(userId, project);

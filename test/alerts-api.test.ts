@@ -104,6 +104,18 @@ async function setup(smtpPort?: number) {
   return { ...a, clock, records, call, error, settle };
 }
 
+test('rules list in creation order, also when made in the same millisecond', async () => {
+  const s = await setup();
+  const ids = [];
+  for (const on of ['new_issue', 'regression', 'new_issue', 'regression', 'new_issue']) {
+    const created = await s.call('POST', '/api/alerts', { on, webhook: 'https://hooks.example.com/x' });
+    assert.is(created.status, 201, JSON.stringify(created.body));
+    ids.push(created.body.alert.id);
+  }
+  assert.equal((await s.call('GET', '/api/alerts')).body.alerts.map((r: { id: string }) => r.id), ids);
+  await s.handler.close();
+});
+
 test('rules: create (the secret shown once), list, change, delete; bad rules are 400, others\' rules 404', async () => {
   const s = await setup();
   const created = await s.call('POST', '/api/alerts', { on: 'new_issue', webhook: 'https://hooks.example.com/x', project: '7' });

@@ -6,7 +6,7 @@
 // changed through another instance), and updates them at once when they change through this one.
 // Each rule's recent deliveries are one record of kind 'alert-deliveries', rewritten as they
 // progress, so GET /api/alerts shows them from any instance and after a restart.
-import type { RecordStore } from '../records/types.ts';
+import { creationTime, type RecordStore } from '../records/types.ts';
 import { HttpError } from '../http.ts';
 import { unref } from '../issues/timer.ts';
 import type { AlertConfig } from './config.ts';
@@ -114,9 +114,10 @@ export class AlertService {
   }
 
   async create(userId: string, body: unknown) {
-    const rule = parseAlertRule(body, { userId, id: crypto.randomUUID(), now: this.options.now() });
+    const existing = await this.options.records.list<AlertRule>(ALERT_KIND, userId);
+    const now = Date.parse(creationTime(this.options.now(), existing.map((r) => r.body.createdAt)));
+    const rule = parseAlertRule(body, { userId, id: crypto.randomUUID(), now });
     await this.checkProject(rule);
-    const existing = await this.options.records.list(ALERT_KIND, userId);
     if (existing.length >= MAX_RULES) throw new HttpError(409, 'too_many_rules', `A user may have at most ${MAX_RULES} alert rules`);
     await this.addOwner(userId);
     await this.options.records.put([{ kind: ALERT_KIND, id: rule.id, userId, body: rule }]);

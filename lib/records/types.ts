@@ -35,6 +35,15 @@ export interface RecordStore {
   close(): Promise<void>;
 }
 
+/**
+ * The creation time (ISO) of a new record listed in creation order: now, or a millisecond after the
+ * newest of `existing` when that is not earlier. Two records made in the same millisecond would
+ * otherwise be ordered by their random ids.
+ */
+export function creationTime(now: number, existing: readonly string[]): string {
+  return new Date(Math.max(now, ...existing.map((t) => Date.parse(t) + 1))).toISOString();
+}
+
 export class RecordConflictError extends Error {
   constructor(kind: string, id: string) {
     super(`${kind} ${id} belongs to another user`);
