@@ -5,11 +5,13 @@
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Buffer } from 'node:buffer';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
-import { decodeManifest, encodeManifest } from '../lib/store/seal.ts';
+import { nodeFs } from '../lib/store/fs.ts';
+import { decodeManifest, encodeManifest, readManifest } from '../lib/store/seal.ts';
 import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
 import type { Store } from '../lib/store/types.ts';
 
@@ -126,7 +128,7 @@ test('seals by size and at a day change; reads, pages, exports and stats cross s
   }
 });
 
-test('manifests keep their live windows apart, read only for the newest; the first layout still opens', async () => {
+test('manifests: parts in binary, windows and filter read only when needed; the first layout still opens', async () => {
   const dir = tempDir();
   const path = join(dir, 'watchtower.sqlite');
   let clock = T0;
@@ -147,22 +149,29 @@ test('manifests keep their live windows apart, read only for the newest; the fir
   assert.ok(manifests.length >= 2, manifests.join(' '));
   for (const file of manifests) {
     const bytes = new Uint8Array(readFileSync(file));
-    const full = decodeManifest(bytes, file);
+    const full = await decodeManifest(bytes, file);
     assert.ok(Object.keys(full.windows).length > 0, 'a manifest holds its windows');
-    const lean = decodeManifest(bytes, file, false);
-    assert.equal(lean.windows, {}, 'windows skipped');
-    assert.equal({ ...lean, windows: full.windows }, full, 'everything else the same');
-    assert.equal(encodeManifest(full), bytes, 'encodes back to the same bytes');
-    // Rewritten in the first layout: "WTSEG1\n", the JSON with the windows inside, the filter.
-    const { filter, ...json } = full;
-    const text = new TextEncoder().encode(JSON.stringify(json));
+    assert.ok(full.filter.length > 0, 'and its key filter');
+    assert.equal(await encodeManifest(full), bytes, 'encodes back to the same bytes');
+    const id = Number(/seg-(\d+)\./.exec(file)![1]);
+    const lean = await readManifest(nodeFs, path, id, { windows: false, filter: () => false });
+    assert.equal(lean, { ...full, windows: {}, filter: new Float64Array(0) }, 'windows and filter skipped');
+    const withFilter = await readManifest(nodeFs, path, id, { windows: false, filter: (m) => m.id === id });
+    assert.equal(withFilter, { ...full, windows: {} }, 'the filter asked for by the bounds');
+    assert.equal(await readManifest(nodeFs, path, id, { windows: true, filter: () => true }), full);
+    // Rewritten in the first layout: "WTSEG1\n", the JSON length, the JSON with the windows inside
+    // and the parts in base64, the filter.
+    const { filter, owners, ...json } = full;
+    const v1Owners = Object.fromEntries(Object.entries(owners).map(([o, { count, parts }]) => [o, { count, parts: parts.map((p) => Buffer.from(p).toString('base64')) }]));
+    const text = new TextEncoder().encode(JSON.stringify({ ...json, owners: v1Owners }));
     const v1 = new Uint8Array(7 + 4 + text.length + filter.byteLength);
     v1.set(new TextEncoder().encode('WTSEG1\n'));
     new DataView(v1.buffer).setUint32(7, text.length, true);
     v1.set(text, 11);
     v1.set(new Uint8Array(filter.buffer, filter.byteOffset, filter.byteLength), 11 + text.length);
     writeFileSync(file, v1);
-    assert.equal(decodeManifest(v1, file), full, 'the first layout decodes the same');
+    assert.equal(await decodeManifest(v1, file), full, 'the first layout decodes the same');
+    assert.equal(await readManifest(nodeFs, path, id, { windows: false, filter: () => false }), lean, 'and reads the same');
   }
   const { store: again } = await open(path, () => now, { sealEvents: 30 });
   await checkAll(again, given, now, 'reopened from first-layout manifests');

@@ -50,6 +50,8 @@ export interface StoreFs {
    * (the database is read into a resizable buffer, see sqljs.ts).
    */
   read(path: string, alloc?: (size: number) => Uint8Array): Promise<Uint8Array | null>;
+  /** The first `length` bytes of a file (all of them when it is shorter), or null when there is no such file. */
+  readStart(path: string, length: number): Promise<Uint8Array | null>;
   /** `new`: creates the file, failing with EEXIST if it exists. `existing`: opens it (ENOENT if absent). */
   open(path: string, how: 'new' | 'existing'): Promise<StoreFile>;
   /** Renames, replacing `to` atomically if it exists. */
@@ -90,6 +92,29 @@ class NodeFile implements StoreFile {
 }
 
 /** The StoreFs of node:fs (Node, and Deno and Bun through their Node compatibility). */
+/** Up to `length` bytes from the start of a file, or null when there is no such file. */
+async function readFile(path: string, length: number, alloc: (size: number) => Uint8Array): Promise<Uint8Array | null> {
+  let file: FileHandle;
+  try {
+    file = await open(path, 'r');
+  } catch (err) {
+    if (errorCode(err) === 'ENOENT') return null;
+    throw err;
+  }
+  try {
+    const size = Math.min(length, (await file.stat()).size);
+    const bytes = alloc(size);
+    for (let at = 0; at < size; ) {
+      const { bytesRead } = await file.read(bytes, at, Math.min(size - at, 16 << 20), at);
+      if (bytesRead === 0) return bytes.subarray(0, at); // shrank while read: the caller sees what is there
+      at += bytesRead;
+    }
+    return bytes;
+  } finally {
+    await file.close();
+  }
+}
+
 export const nodeFs: StoreFs = {
   async mkdir(dir) {
     try {
@@ -101,27 +126,8 @@ export const nodeFs: StoreFs = {
     }
   },
   list: (dir) => readdir(dir),
-  async read(path, alloc = (size) => new Uint8Array(size)) {
-    let file: FileHandle;
-    try {
-      file = await open(path, 'r');
-    } catch (err) {
-      if (errorCode(err) === 'ENOENT') return null;
-      throw err;
-    }
-    try {
-      const size = (await file.stat()).size;
-      const bytes = alloc(size);
-      for (let at = 0; at < size; ) {
-        const { bytesRead } = await file.read(bytes, at, Math.min(size - at, 16 << 20), at);
-        if (bytesRead === 0) return bytes.subarray(0, at); // shrank while read: the caller sees what is there
-        at += bytesRead;
-      }
-      return bytes;
-    } finally {
-      await file.close();
-    }
-  },
+  read: (path, alloc = (size) => new Uint8Array(size)) => readFile(path, Infinity, alloc),
+  readStart: (path, length) => readFile(path, length, (size) => new Uint8Array(size)),
   async open(path, how) {
     const handle = await open(path, how === 'new' ? 'wx' : 'r+');
     try {

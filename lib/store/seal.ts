@@ -2,13 +2,18 @@
 // `<db>.seg-<id>.manifest`, written after it. The manifest is the seal's commit point: a segment file
 // without one is an unfinished seal (removed at start), a manifest names a complete segment.
 //
-// Manifest layout: "WTSEG2\n", the JSON length (u32 LE), the JSON (ManifestJson without `windows`),
-// the windows' JSON length (u32 LE), the windows' JSON, then the key filter (sorted 53-bit hashes as
-// float64, dedupe.ts) to the end. Rollup parts are encodePart bytes (lib/rollup/codec.ts) in base64:
-// whatever dimensions a rollup gains travel without a change here. The windows are three quarters
-// of a manifest's JSON and start-up needs only the newest manifest's, so they have their own section
-// that the others skip. "WTSEG1\n" (the first layout: windows inside the JSON, no second length) is
-// still read.
+// Manifest layout (version 3): "WTSEG3\n", then four u32 LE lengths (JSON, parts, windows, filter)
+// and the four sections in that order:
+//   - the JSON (ManifestJson: bounds, users, per owner the event count and its parts' byte lengths);
+//   - the rollup parts, encodePart bytes (lib/rollup/codec.ts) one after the other, owner by owner
+//     in the JSON's order: whatever dimensions a rollup gains travel without a change here;
+//   - the live windows (JSON, gzipped): start-up reads only the newest manifest's;
+//   - the key filter (sorted 53-bit hashes as float64, dedupe.ts): start-up reads only those of
+//     segments within the dedupe window.
+// Start-up reads every manifest up to its parts and no further unless it needs the rest: the
+// windows were ~1.5 MB and the filter ~0.4 MB of a 2 MB manifest at 50,000 events, so reading them
+// all took most of the 1.3 s start-up spent on ~400 manifests. "WTSEG1\n" (the first layout: the
+// JSON length, the JSON with the windows inside and the parts in base64, the filter) is still read.
 import { Buffer } from 'node:buffer';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
@@ -25,72 +30,147 @@ export const manifestFile = (dbPath: string, id: number) => `${dbPath}.seg-${id}
 /** Matches a segment's files beside the database (group 1: id, group 2: kind). */
 export const segmentName = (dbBase: string) => new RegExp(`^${dbBase.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.seg-(\\d+)\\.(sqlite\\.gz|manifest)$`);
 
-export interface ManifestJson extends SegmentBounds {
+/** An owner's share of a sealed segment. */
+export interface OwnerParts {
+  count: number;
+  /** The owner's rollup parts (encodePart bytes). */
+  parts: Uint8Array[];
+}
+
+export interface Manifest extends SegmentBounds {
   /** Journal segments up to this one are wholly in this segment or an earlier one: replay skips them. */
   journal: number;
-  /** Owner → that owner's rollup parts (base64 of encodePart) and event count in this segment. */
-  owners: Record<string, { count: number; parts: string[] }>;
+  owners: Record<string, OwnerParts>;
   /**
    * The users when it was sealed (they live in the hot segment; start-up takes them from here when
    * `<db>` still holds the segment it sealed, or is missing).
    */
   users: AppUser[];
-}
-
-export interface Manifest extends ManifestJson {
   /** Owner → live window when the segment was sealed (start-up continues from the newest manifest). */
   windows: Record<string, LiveWindowState>;
   filter: Float64Array;
 }
 
-const MAGIC = new TextEncoder().encode('WTSEG2\n');
-const MAGIC_V1 = new TextEncoder().encode('WTSEG1\n');
+/** The JSON section: the parts travel as their byte lengths. */
+type ManifestJson = Omit<Manifest, 'owners' | 'windows' | 'filter'> & { owners: Record<string, { count: number; parts: number[] }> };
 
-export function encodeManifest(m: Manifest): Uint8Array {
-  const { filter, windows, ...json } = m;
-  const encoder = new TextEncoder();
-  const text = encoder.encode(JSON.stringify(json));
-  const windowsText = encoder.encode(JSON.stringify(windows));
-  const out = new Uint8Array(MAGIC.length + 4 + text.length + 4 + windowsText.length + filter.byteLength);
+const MAGIC = new TextEncoder().encode('WTSEG3\n');
+const MAGIC_V1 = new TextEncoder().encode('WTSEG1\n');
+const HEAD = MAGIC.length + 16;
+
+export async function encodeManifest(m: Manifest): Promise<Uint8Array> {
+  const { filter, windows, owners, ...rest } = m;
+  const json: ManifestJson = { ...rest, owners: {} };
+  const parts: Uint8Array[] = [];
+  for (const [owner, { count, parts: own }] of Object.entries(owners)) {
+    json.owners[owner] = { count, parts: own.map((p) => p.byteLength) };
+    parts.push(...own);
+  }
+  const sections = [
+    new TextEncoder().encode(JSON.stringify(json)),
+    concat(parts),
+    await gzip(JSON.stringify(windows), { level: 1 }),
+    new Uint8Array(filter.buffer, filter.byteOffset, filter.byteLength),
+  ];
+  const out = new Uint8Array(HEAD + sections.reduce((n, b) => n + b.byteLength, 0));
   const view = new DataView(out.buffer);
+  out.set(MAGIC, 0);
+  let at = HEAD;
+  sections.forEach((b, i) => {
+    view.setUint32(MAGIC.length + 4 * i, b.byteLength, true);
+    out.set(b, at);
+    at += b.byteLength;
+  });
+  return out;
+}
+
+function concat(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, b) => n + b.byteLength, 0));
   let at = 0;
-  out.set(MAGIC, at);
-  view.setUint32((at += MAGIC.length), text.length, true);
-  out.set(text, (at += 4));
-  view.setUint32((at += text.length), windowsText.length, true);
-  out.set(windowsText, (at += 4));
-  out.set(new Uint8Array(filter.buffer, filter.byteOffset, filter.byteLength), at + windowsText.length);
+  for (const b of chunks) {
+    out.set(b, at);
+    at += b.byteLength;
+  }
   return out;
 }
 
 const startsWith = (bytes: Uint8Array, magic: Uint8Array) => magic.every((b, i) => bytes[i] === b);
 
-/** A manifest's contents; its windows are parsed only when `withWindows` (else `{}`). */
-export function decodeManifest(bytes: Uint8Array, path: string, withWindows = true): Manifest {
-  const v1 = startsWith(bytes, MAGIC_V1);
-  if (!v1 && !startsWith(bytes, MAGIC)) throw new Error(`${path} is not a segment manifest`);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const decoder = new TextDecoder();
-  let at = MAGIC.length;
-  const length = view.getUint32(at, true);
-  const json = JSON.parse(decoder.decode(bytes.subarray((at += 4), (at += length)))) as ManifestJson & { windows?: Manifest['windows'] };
-  let windows = json.windows ?? {};
-  delete json.windows;
-  if (!v1) {
-    const windowsLength = view.getUint32(at, true);
-    if (withWindows) windows = JSON.parse(decoder.decode(bytes.subarray(at + 4, at + 4 + windowsLength)));
-    at += 4 + windowsLength;
-  }
-  const rest = bytes.slice(at); // a copy: 8-aligned
-  return { ...json, windows: withWindows ? windows : {}, filter: new Float64Array(rest.buffer, 0, rest.byteLength / 8) };
+/** What a reader of a manifest asks for beyond its JSON and parts. */
+export interface ManifestWants {
+  windows: boolean;
+  /** Decided from the JSON (the segment's bounds). */
+  filter: (m: Manifest) => boolean;
 }
 
-const base64 = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
-export const fromBase64 = (s: string) => {
+const ALL: ManifestWants = { windows: true, filter: () => true };
+
+/**
+ * A manifest's contents. Its windows are `{}` and its filter empty unless `wants` them; `bytes` may
+ * end after the parts when neither is wanted (readManifest reads no further).
+ */
+export async function decodeManifest(bytes: Uint8Array, path: string, wants: ManifestWants = ALL): Promise<Manifest> {
+  if (startsWith(bytes, MAGIC_V1)) return decodeV1(bytes, wants);
+  if (!startsWith(bytes, MAGIC) || bytes.byteLength < HEAD) throw new Error(`${path} is not a segment manifest`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const [jsonLength, partsLength, windowsLength, filterLength] = [0, 1, 2, 3].map((i) => view.getUint32(MAGIC.length + 4 * i, true));
+  const section = (start: number, length: number) => {
+    if (start + length > bytes.byteLength) throw new Error(`${path} is truncated`);
+    return bytes.subarray(start, start + length);
+  };
+  const json = JSON.parse(new TextDecoder().decode(section(HEAD, jsonLength))) as ManifestJson;
+  const partBytes = section(HEAD + jsonLength, partsLength);
+  const m: Manifest = { ...json, owners: {}, windows: {}, filter: new Float64Array(0) };
+  let at = 0;
+  for (const [owner, { count, parts }] of Object.entries(json.owners)) {
+    m.owners[owner] = { count, parts: parts.map((n) => partBytes.subarray(at, (at += n))) };
+  }
+  const windowsAt = HEAD + jsonLength + partsLength;
+  if (wants.windows) m.windows = JSON.parse(new TextDecoder().decode(await gunzip(section(windowsAt, windowsLength))));
+  if (wants.filter(m)) m.filter = filterOf(section(windowsAt + windowsLength, filterLength));
+  return m;
+}
+
+/** The first layout: one JSON with the windows and the parts in base64, then the filter. */
+function decodeV1(bytes: Uint8Array, wants: ManifestWants): Manifest {
+  const length = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(MAGIC_V1.length, true);
+  const start = MAGIC_V1.length + 4;
+  type V1 = Omit<Manifest, 'owners' | 'filter'> & { owners: Record<string, { count: number; parts: string[] }> };
+  const json = JSON.parse(new TextDecoder().decode(bytes.subarray(start, start + length))) as V1;
+  const owners: Manifest['owners'] = {};
+  for (const [owner, { count, parts }] of Object.entries(json.owners)) owners[owner] = { count, parts: parts.map(fromBase64) };
+  const m: Manifest = { ...json, owners, windows: wants.windows ? json.windows : {}, filter: new Float64Array(0) };
+  if (wants.filter(m)) m.filter = filterOf(bytes.subarray(start + length));
+  return m;
+}
+
+/** The filter section as float64s (copied: the section need not be 8-aligned). */
+const filterOf = (b: Uint8Array) => new Float64Array(b.slice().buffer, 0, b.byteLength >> 3);
+
+const fromBase64 = (s: string) => {
   const b = Buffer.from(s, 'base64');
-  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength).slice();
+  return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 };
-export const partText = base64;
+
+/** Segment `id`'s manifest, read only as far as `wants` needs (see the layout above). */
+export async function readManifest(fs: StoreFs, dbPath: string, id: number, wants: ManifestWants): Promise<Manifest> {
+  const path = manifestFile(dbPath, id);
+  const missing = () => new Error(`${path} is missing`);
+  const head = await fs.readStart(path, HEAD);
+  if (!head) throw missing();
+  let bytes: Uint8Array | null = null;
+  if (startsWith(head, MAGIC) && head.byteLength === HEAD) {
+    const view = new DataView(head.buffer, head.byteOffset, HEAD);
+    const upToParts = HEAD + view.getUint32(MAGIC.length, true) + view.getUint32(MAGIC.length + 4, true);
+    bytes = await fs.readStart(path, upToParts);
+    if (!bytes) throw missing();
+    const lean = await decodeManifest(bytes, path, { windows: false, filter: () => false });
+    if (!wants.windows && !wants.filter(lean)) return lean;
+  }
+  bytes = await fs.read(path);
+  if (!bytes) throw missing();
+  return decodeManifest(bytes, path, wants);
+}
 
 /**
  * Writes a sealed segment: its database file (gzip runs on libuv's thread pool, so the worker keeps
@@ -104,7 +184,7 @@ export async function writeSegment(fs: StoreFs, dbPath: string, database: Uint8A
   const segTmp = `${segmentFile(dbPath, manifest.id)}.tmp`;
   await writeNewFile(fs, segTmp, packed, 2 << 20);
   await renameDurably(fs, segTmp, segmentFile(dbPath, manifest.id));
-  const bytes = encodeManifest(manifest);
+  const bytes = await encodeManifest(manifest);
   const manTmp = `${manifestFile(dbPath, manifest.id)}.tmp`;
   await writeNewFile(fs, manTmp, bytes);
   await renameDurably(fs, manTmp, manifestFile(dbPath, manifest.id));

@@ -24,7 +24,7 @@ import {
 } from '../stats.ts';
 import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs } from './fs.ts';
 import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
-import { decodeManifest, fromBase64, manifestFile, partText, readSegment, segmentFile, segmentName, type Manifest } from './seal.ts';
+import { manifestFile, readManifest, readSegment, segmentFile, segmentName, type Manifest } from './seal.ts';
 import { SegmentCache, type SealedSegment } from './segment-cache.ts';
 import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow } from './segment.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
@@ -246,7 +246,7 @@ class Engine {
       if (!this.sealed.has(m.id)) continue;
       for (const [owner, { parts }] of Object.entries(m.owners)) {
         const scope = scopeOf(owner);
-        for (const p of parts) scope.rollups.setPart(FrozenHour.decode(fromBase64(p)), m.id);
+        for (const p of parts) scope.rollups.setPart(FrozenHour.decode(p), m.id);
       }
     }
     const newest = manifests[manifests.length - 1];
@@ -643,7 +643,7 @@ class Engine {
         if (!this.sealed.has(id)) return null;
         for (const part of parts.slice(i, i + ENCODE_SLICE)) {
           const bytes = encodePart(part);
-          entry.parts.push(partText(bytes));
+          entry.parts.push(bytes);
           rollups.setPart(FrozenHour.decode(bytes), id);
         }
       }
@@ -731,6 +731,7 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
     }
   }
   const manifests: Manifest[] = [];
+  const inDedupeWindow = (m: Manifest) => m.maxReceived >= args.now - args.dedupeWindowMs;
   const newestId = Math.max(...manifestIds.filter((id) => segmentIds.has(id)));
   for (const id of manifestIds.sort((a, b) => a - b)) {
     if (!segmentIds.has(id)) {
@@ -739,10 +740,10 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
       log(`removed the manifest of segment ${id}, whose file is gone (a drop a crash interrupted)`);
       continue;
     }
-    const bytes = await fs.read(manifestFile(path, id));
     try {
-      // Only the newest manifest's live windows are read (derive).
-      manifests.push(decodeManifest(bytes!, manifestFile(path, id), id === newestId));
+      // Only the newest manifest's live windows are read (derive), and only the key filters of
+      // segments within the dedupe window (the filters returned below).
+      manifests.push(await readManifest(fs, path, id, { windows: id === newestId, filter: inDedupeWindow }));
     } catch (err) {
       throw new CorruptFile(`${manifestFile(path, id)}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -795,7 +796,7 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
     ms: Math.round(performance.now() - t0),
   };
   const filters = manifests
-    .filter((m) => engine.holds(m.id) && m.maxReceived >= args.now - args.dedupeWindowMs)
+    .filter((m) => engine.holds(m.id) && inDedupeWindow(m))
     .map((m) => ({ segment: m.id, maxReceived: m.maxReceived, hashes: m.filter }));
   return { engine, result: { keys, filters, lastSegment, compact: changed, hotOldest: engine.hotOldest } };
 }

@@ -111,6 +111,7 @@ export function createStoreFs(data: { log: SharedArrayBuffer }): StoreFs {
     },
     list: (dir) => nodeFs.list(dir),
     read: (path, alloc) => nodeFs.read(path, alloc),
+    readStart: (path, length) => nodeFs.readStart(path, length),
     async open(path, how) {
       const inner = await nodeFs.open(path, how);
       const file = `${thread}/${Atomics.add(new Int32Array(log, 0, 3), 2, 1) + 1}`;
