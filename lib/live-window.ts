@@ -240,7 +240,8 @@ export class LiveWindow {
   }
 
   toJSON(): LiveWindowState {
-    const latest = <T>(l: Latest<T>) => ({ pushedOut: finite(l.pushedOut), items: l.items });
+    // Copies of the lists (their items are never changed): a seal keeps this state while inserts go on.
+    const latest = <T>(l: Latest<T>) => ({ pushedOut: finite(l.pushedOut), items: [...l.items] });
     return {
       newest: finite(this.newest),
       sessionsSorted: this.sessionsSorted,

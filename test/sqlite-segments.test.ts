@@ -11,7 +11,8 @@ import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
 import { nodeFs } from '../lib/store/fs.ts';
-import { decodeManifest, encodeManifest, readManifest } from '../lib/store/seal.ts';
+import { decodeManifest, encodeManifest, readManifest, readSegment } from '../lib/store/seal.ts';
+import { loadSqlJs } from '../lib/store/sqljs.ts';
 import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
 import type { Store } from '../lib/store/types.ts';
 
@@ -147,6 +148,7 @@ test('manifests: parts in binary, windows and filter read only when needed; the 
 
   const manifests = readdirSync(dir).filter((f) => f.endsWith('.manifest')).map((f) => join(dir, f));
   assert.ok(manifests.length >= 2, manifests.join(' '));
+  const { SQL } = await loadSqlJs();
   for (const file of manifests) {
     const bytes = new Uint8Array(readFileSync(file));
     const full = await decodeManifest(bytes, file);
@@ -154,6 +156,15 @@ test('manifests: parts in binary, windows and filter read only when needed; the 
     assert.ok(full.filter.length > 0, 'and its key filter');
     assert.equal(await encodeManifest(full), bytes, 'encodes back to the same bytes');
     const id = Number(/seg-(\d+)\./.exec(file)![1]);
+    // The bounds a seal takes from what inserts tracked are those of the rows it wrote.
+    const db = new SQL.Database(await readSegment(nodeFs, path, id));
+    const [minSeq, maxSeq, minReceived, maxReceived, count] = db.exec('SELECT MIN(seq), MAX(seq), MIN(received_at), MAX(received_at), COUNT(*) FROM events')[0].values[0];
+    db.close();
+    assert.equal(
+      [full.minSeq, full.maxSeq, full.minReceived, full.maxReceived, full.count, full.bytes > 0],
+      [minSeq, maxSeq, Date.parse(minReceived as string), Date.parse(maxReceived as string), count, true],
+      `bounds of segment ${id}`,
+    );
     const lean = await readManifest(nodeFs, path, id, { windows: false, filter: () => false });
     assert.equal(lean, { ...full, windows: {}, filter: new Float64Array(0) }, 'windows and filter skipped');
     const withFilter = await readManifest(nodeFs, path, id, { windows: false, filter: (m) => m.id === id });
