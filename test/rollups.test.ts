@@ -357,4 +357,30 @@ test('user rollups by day: a day of frozen parts comes as one merged part, rebui
   assert.equal(mixed, [[day0 * 24, 2], [(day0 + 1) * 24 + 5, 1], [(day0 + 1) * 24 + 6, 1]]);
 });
 
+test('user rollups by day: days past the merge budget of a read come hour by hour, and are merged in the background', async () => {
+  const D = 86_400_000;
+  const day0 = Math.floor(T0 / D);
+  const days = 3;
+  const fill = (u: UserRollups) => {
+    for (let d = 0; d < days; d++) for (const h of [2, 9, 17]) u.add(pageload('/a', 100 + h, { receivedMs: (day0 + d) * D + h * H, session: `s${d}` }), 1);
+    u.freeze(1);
+  };
+  const collect = (u: UserRollups) => {
+    const got: RollupPart[] = [];
+    u.forEachPart(day0 * 24, (day0 + days) * 24, (p) => got.push(p), true);
+    return got.map((p) => [p.hour, p.total]).sort((a, b) => a[0] - b[0]);
+  };
+  const none = new UserRollups(0);
+  fill(none);
+  const hourly = collect(none);
+  assert.is(hourly.length, days * 3, 'no budget: every day hour by hour');
+  assert.is(hourly.reduce((n, [, t]) => n + t, 0), days * 3);
+  // A budget of 0 still merges one day per turn of the event loop.
+  for (let turn = 0; turn < days + 2; turn++) await new Promise((r) => setTimeout(r, 0));
+  assert.equal(collect(none), Array.from({ length: days }, (_, d) => [(day0 + d) * 24, 3]), 'merged since');
+  const ample = new UserRollups(Infinity);
+  fill(ample);
+  assert.equal(collect(ample), Array.from({ length: days }, (_, d) => [(day0 + d) * 24, 3]), 'ample budget: a part a day');
+});
+
 test.run();
