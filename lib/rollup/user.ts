@@ -35,9 +35,9 @@ const dayOfHour = (hour: number) => Math.floor(hour / 24);
  */
 const MERGED_DAYS = 100;
 /**
- * Time a read, or a turn of the background merge, spends merging days not merged yet; the read
- * takes the others hour by hour and leaves them to the background. Merging them all in the read
- * made a user's first range by day after a restart take 1.2 s (90 days at 44k events a day).
+ * Time a read, or a call of mergePending, spends merging days not merged yet; the read takes the
+ * others hour by hour and leaves them to mergePending. Merging them all in the read made a user's
+ * first range by day after a restart take 1.2 s (90 days at 44k events a day).
  */
 const MERGE_BUDGET_MS = 40;
 
@@ -55,8 +55,8 @@ export class UserRollups implements RollupSource {
    * Least recently used first.
    */
   private readonly merged = new Map<number, FrozenHour>();
-  /** Days to merge in the background (mergeLater), null when none are. */
-  private pending: Set<number> | null = null;
+  /** Days reads took hour by hour for want of budget, to merge when there is time (mergePending). */
+  private readonly pending = new Set<number>();
 
   get empty(): boolean {
     return this.hours.size === 0;
@@ -142,34 +142,31 @@ export class UserRollups implements RollupSource {
           continue;
         }
         byHour.add(day);
-        if (this.mergeable(day)) this.mergeLater(day);
+        if (this.mergeable(day)) this.pending.add(day);
       }
       for (const s of slots) fn(s.part);
     }
   }
 
-  /** Merges a day a read left to its hours, in the background, a budget's worth per turn. */
-  private mergeLater(day: number) {
-    if (!this.pending) {
-      this.pending = new Set();
-      setTimeout(() => this.mergePending(), 0);
-    }
-    this.pending.add(day);
+  /** Whether reads left days to merge (mergePending). */
+  get mergesPending(): boolean {
+    return this.pending.size > 0;
   }
 
-  private mergePending() {
-    const pending = this.pending!;
+  /**
+   * Merges days reads left to their hours, for up to `budgetMs` (at least one day); true while some
+   * are left. The owner calls it when it has nothing else to do: the worker of the sqlite store,
+   * between messages (a merge run from a timer delayed the I/O of a snapshot that holds reads).
+   */
+  mergePending(budgetMs = this.mergeBudgetMs): boolean {
     const started = performance.now();
-    for (const day of pending) {
-      pending.delete(day);
+    for (const day of this.pending) {
+      this.pending.delete(day);
       // Still whole and frozen: a part may have changed or gone since the read.
       if (!this.merged.has(day) && this.mergeable(day)) this.mergedDay(day);
-      if (pending.size && performance.now() - started >= this.mergeBudgetMs) {
-        setTimeout(() => this.mergePending(), 0);
-        return;
-      }
+      if (performance.now() - started >= budgetMs) break;
     }
-    this.pending = null;
+    return this.pending.size > 0;
   }
 
   /** Whether every part of the day is frozen (and there is at least one). */

@@ -712,6 +712,20 @@ class Engine {
     return t ? Date.parse(t) : null;
   }
 
+  /**
+   * Work for when no message is waiting: merges days of an owner's rollups that reads took hour by
+   * hour (UserRollups.mergePending, one owner's budget at a time). True while some are left.
+   */
+  mergeIdle(): boolean {
+    for (const scope of this.scopes.values()) {
+      if (scope.rollups.mergesPending) {
+        scope.rollups.mergePending();
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Resolves once the files of dropped segments are gone. */
   async close(): Promise<void> {
     this.hot.close();
@@ -897,11 +911,28 @@ function handle(req: Request): Handled {
 
 /** Settles once the previous message's database work is done: each message waits for it. */
 let ready: Promise<unknown> = Promise.resolve();
+/** Messages received whose database work is not done; idle work runs only when there are none. */
+let busy = 0;
+let idleScheduled = false;
+
+/** Runs Engine.mergeIdle a slice at a time while no message is waiting. */
+function whenIdle() {
+  if (busy || idleScheduled || !engine) return;
+  idleScheduled = true;
+  setTimeout(() => {
+    idleScheduled = false;
+    if (!busy && engine?.mergeIdle()) whenIdle();
+  }, 0);
+}
 
 port.on('message', (msg: ToWorker) => {
   const { id, req } = msg;
+  busy++;
   const handled = ready.then(() => handle(req));
-  ready = handled.then((h) => h.holds?.catch(() => {}), () => {});
+  ready = handled.then((h) => h.holds?.catch(() => {}), () => {}).then(() => {
+    busy--;
+    whenIdle();
+  });
   handled.then((h) => h.answer).then(
     (value) => {
       const sealed = value as SealAnswer | null;
