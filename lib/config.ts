@@ -1,4 +1,6 @@
 // Environment → typed configuration. Every environment variable the service reads is named here.
+import { issuerFromPublishableKey } from './auth.ts';
+import { DEFAULT_CACHE_MB, DEFAULT_DEDUPE_DAYS, DEFAULT_MAX_EVENTS, DEFAULT_RETENTION_DAYS } from './store/defaults.ts';
 
 export type StorageKind = 'sqlite' | 'memory' | 'postgres';
 
@@ -42,10 +44,6 @@ export class ConfigError extends Error {
 }
 
 export const DEFAULT_DB_PATH = 'data/prototype_1/watchtower.sqlite';
-export const DEFAULT_RETENTION_DAYS = 90;
-export const DEFAULT_MAX_EVENTS = 50_000_000;
-export const DEFAULT_CACHE_MB = 128;
-export const DEFAULT_DEDUPE_DAYS = 7;
 
 type Env = Record<string, string | undefined>;
 
@@ -84,8 +82,6 @@ function url(env: Env, name: string): string | undefined {
   }
   return raw.replace(/\/+$/, '');
 }
-
-import { issuerFromPublishableKey } from './auth.ts';
 
 /**
  * Pure: an environment record (and the project root, for the default database path) → Config.

@@ -3,9 +3,8 @@
 export {
   openSqliteStore,
   CorruptDatabaseError,
-  DEFAULT_RETENTION_DAYS,
-  DEFAULT_MAX_EVENTS,
   type SqliteStoreOptions,
 } from './store/sqlite.ts';
+export { DEFAULT_RETENTION_DAYS, DEFAULT_MAX_EVENTS } from './store/defaults.ts';
 // Its record store (projects, issues, alert rules, source maps): a directory beside the database.
 export { openSqliteRecords, openFileRecords, CorruptRecordsError, type FileRecordsOptions } from './records/file.ts';

@@ -35,6 +35,7 @@ import { JournalWriter, segmentPath } from './journal.ts';
 import { lockDatabase } from './lock.ts';
 import { ownerKey } from './sqlite-row.ts';
 import { Dedupe } from './dedupe.ts';
+import { DEFAULT_CACHE_MB, DEFAULT_DEDUPE_DAYS, DEFAULT_MAX_EVENTS, DEFAULT_RETENTION_DAYS } from './defaults.ts';
 import { writeSegment } from './seal.ts';
 import type { FromWorker, HealthFigures, InitResult, Request, RowsResult, SealAnswer, ToWorker } from './sqlite-protocol.ts';
 import { StoreUnavailableError, type AppUser, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
@@ -77,11 +78,6 @@ export interface SqliteStoreOptions {
   fsModule?: StoreFsModule;
 }
 
-export const DEFAULT_RETENTION_DAYS = 90;
-// (lib/config.ts has the same defaults for the server's environment.)
-export const DEFAULT_MAX_EVENTS = 50_000_000;
-export const DEFAULT_CACHE_MB = 128;
-export const DEFAULT_DEDUPE_DAYS = 7;
 /**
  * A sealed segment takes ~600 B per event once open, and the cache (128 MiB) must hold the two a
  * range's edge hour can span: with 150,000 events (~90 MB) it held one, and a 30-day stats
