@@ -9,7 +9,7 @@ import { computeStats, feedbackRating, pageloadDuration, routeKey, type Stats } 
 import { encodeCursor } from '../lib/store/cursor.ts';
 import { MIGRATIONS } from '../lib/store/postgres-migrations.ts';
 import { migrationScript, openPostgresStore } from '../lib/store/postgres.ts';
-import { compactClosedDays, decodeDay } from '../lib/store/postgres-compaction.ts';
+import { COMPACT_DAY, compactClosedDays, decodeDay } from '../lib/store/postgres-compaction.ts';
 import { StoreUnavailableError, type Store } from '../lib/store/types.ts';
 import { dataFrames } from './helpers/app.ts';
 import { createTestDatabase, openFreshPostgresStore, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
@@ -527,6 +527,35 @@ async function register() {
     await db.query((sql) => compactClosedDays(sql, now));
     await all(store, stored);
     await all(await open(), stored);
+  });
+
+  test('compaction: even a generic plan of its statement updates only the day\'s partition of counters', async () => {
+    // A generic plan (what a prepared statement gets from its sixth run) once joined the counter
+    // rows to every daily partition; the statement's hour bound lets the planner prune them first.
+    const store = await open();
+    const now = Date.now();
+    const today = Math.floor(now / 86_400_000);
+    await store.insert([4, 3, 2].map((d) => ev({ id: `gp-${d}`, type: 'click', sessionId: 'gs' }, 'gp', (today - d) * 86_400_000 + 3_600_000)));
+    const day = today - 3;
+    const plan = await db.query((sql) => sql.begin(async (tx) => {
+      await tx.unsafe(`prepare compact_day(text[], text[], text[], int4, text[], text[], int4[], text[], text[], float8[], int8[], float8[], text[], int8[], int4, int4)
+                       as ${COMPACT_DAY}`);
+      await tx`set local plan_cache_mode = force_generic_plan`;
+      const args = `'{}', '{}', '{}', ${day}, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', ${day * 24}, ${day * 24 + 24}`;
+      const [row] = await tx.unsafe(`explain (format json) execute compact_day(${args})`);
+      await tx.unsafe('deallocate compact_day');
+      return row['QUERY PLAN'][0].Plan as PlanNode;
+    }));
+    // The partitions of counters the plan scans (the update lists every partition as a target; the
+    // scans beneath it are what the pruning leaves).
+    interface PlanNode { 'Node Type': string; 'Relation Name'?: string; Plans?: PlanNode[] }
+    const scanned = new Set<string>();
+    const walk = (n: PlanNode) => {
+      if (n['Node Type'].endsWith('Scan') && n['Relation Name']?.startsWith('watchtower_rollups_p')) scanned.add(n['Relation Name']);
+      n.Plans?.forEach(walk);
+    };
+    walk(plan);
+    assert.equal([...scanned], [`watchtower_rollups_p${day}`], 'partitions of counters scanned');
   });
 
   test('compaction rebuilds a closed day\'s events indexes once, smaller; reads answer the same', async () => {

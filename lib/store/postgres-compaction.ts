@@ -78,6 +78,46 @@ const hex = (bytes: Uint8Array) => {
 interface Group { user: string; scope: string; counters: Map<number, Counter[]> }
 
 /**
+ * compactDay's statement. $1–$3: the day rows (user, scope, hex parts); $4: the day; $5–$12: the
+ * counter rows read (user, scope, hour, kind, key, ms, n, micros); $13, $14: each owner's event
+ * count of the day; $15, $16: the day's hours [h0, h1).
+ *
+ * It is sent unprepared: a prepared statement gets a generic plan from its sixth run on a
+ * connection, and the generic plan, guessing ten rows for each unnest, joined the counter rows to
+ * every daily partition by user alone. At 10M events that made one day's compaction run for over
+ * ten minutes on the sixth day. The update is also bounded to the day's hours, so that even a
+ * generic plan prunes the other partitions before it runs (a test holds this).
+ */
+export const COMPACT_DAY = `
+    with input as (
+      select * from unnest($1::text[], $2::text[], $3::text[])
+        as t(user_id, scope, parts)
+    ), stored as (
+      insert into watchtower_rollup_days (user_id, scope, day, parts)
+      select user_id, scope, $4::integer, decode(parts, 'hex') from input
+      on conflict do nothing
+      returning user_id, scope
+    ), counted as (
+      select * from unnest($5::text[], $6::text[], $7::int4[], $8::text[], $9::text[], $10::float8[], $11::int8[], $12::float8[])
+        as c(user_id, scope, hour, kind, key, ms, n, micros)
+    ), subtracted as (
+      update watchtower_rollups r set n = r.n - c.n, micros = r.micros - c.micros
+      from counted c join stored s on s.user_id = c.user_id and s.scope = c.scope
+      where r.hour >= $15::int4 and r.hour < $16::int4
+        and r.user_id = c.user_id and r.scope = c.scope and r.hour = c.hour and r.kind = c.kind::"char" and r.key = c.key and r.ms = c.ms
+      returning 1
+    ), marked as (
+      -- Owners with a day row stored here: the day holds no counters of theirs beyond what this
+      -- snapshot saw, unless another compaction's older snapshot says less (least of the two).
+      update watchtower_event_days d set compacted = least(coalesce(d.compacted, m.events), m.events)
+      from unnest($13::text[], $14::int8[]) as m(user_id, events)
+      where d.user_id = m.user_id and d.day = $4::integer and m.user_id in (select user_id from stored)
+      returning 1
+    )
+    select (select count(*) from stored)::int as stored, (select count(*) from subtracted) as subtracted,
+           (select count(*) from marked) as marked`;
+
+/**
  * Compacts one day: reads its counter rows, encodes each user and scope's hours, and in one
  * statement stores the day rows and subtracts what was read from the counter rows they replace;
  * a second statement deletes the rows left at zero. A day row is stored only if none exists yet,
@@ -116,35 +156,13 @@ export async function compactDay(sql: postgres.Sql, day: number): Promise<number
     cols.parts.push(hex(encodeDay(hours.map((hour) => counterPart(hour, g.counters.get(hour)!)))));
   }
   const column = (f: (r: (typeof rows)[number]) => string | number) => pgArray(rows.map(f));
-  const [{ stored }] = await sql<{ stored: number }[]>`
-    with input as (
-      select * from unnest(${pgArray(cols.user)}::text[], ${pgArray(cols.scope)}::text[], ${pgArray(cols.parts)}::text[])
-        as t(user_id, scope, parts)
-    ), stored as (
-      insert into watchtower_rollup_days (user_id, scope, day, parts)
-      select user_id, scope, ${day}::integer, decode(parts, 'hex') from input
-      on conflict do nothing
-      returning user_id, scope
-    ), counted as (
-      select * from unnest(${column((r) => r.user_id)}::text[], ${column((r) => r.scope)}::text[], ${column((r) => r.hour)}::int4[],
-                           ${column((r) => r.kind)}::text[], ${column((r) => r.key)}::text[], ${column((r) => r.ms)}::float8[],
-                           ${column((r) => r.n)}::int8[], ${column((r) => r.micros)}::float8[])
-        as c(user_id, scope, hour, kind, key, ms, n, micros)
-    ), subtracted as (
-      update watchtower_rollups r set n = r.n - c.n, micros = r.micros - c.micros
-      from counted c join stored s on s.user_id = c.user_id and s.scope = c.scope
-      where r.user_id = c.user_id and r.scope = c.scope and r.hour = c.hour and r.kind = c.kind::"char" and r.key = c.key and r.ms = c.ms
-      returning 1
-    ), marked as (
-      -- Owners with a day row stored here: the day holds no counters of theirs beyond what this
-      -- snapshot saw, unless another compaction's older snapshot says less (least of the two).
-      update watchtower_event_days d set compacted = least(coalesce(d.compacted, m.events), m.events)
-      from unnest(${pgArray(seen.map((r) => r.user_id))}::text[], ${pgArray(seen.map((r) => r.n))}::int8[]) as m(user_id, events)
-      where d.user_id = m.user_id and d.day = ${day}::integer and m.user_id in (select user_id from stored)
-      returning 1
-    )
-    select (select count(*) from stored)::int as stored, (select count(*) from subtracted) as subtracted,
-           (select count(*) from marked) as marked`;
+  // Unprepared (sql.unsafe), so planned for these arrays every time: see COMPACT_DAY.
+  const [{ stored }] = await sql.unsafe<{ stored: number }[]>(COMPACT_DAY, [
+    pgArray(cols.user), pgArray(cols.scope), pgArray(cols.parts), day,
+    column((r) => r.user_id), column((r) => r.scope), column((r) => r.hour), column((r) => r.kind), column((r) => r.key),
+    column((r) => r.ms), column((r) => r.n), column((r) => r.micros),
+    pgArray(seen.map((r) => r.user_id)), pgArray(seen.map((r) => r.n)), h0, h1,
+  ]);
   await sql`
     delete from watchtower_rollups
     where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n = 0`;
