@@ -4,19 +4,24 @@
 // run on a fresh database. Rounds alternate the two codes, so that both see the same moments of a
 // shared machine; the figures to compare are the per-round pairs.
 // `BENCH_BASELINE_COMMIT=<commit> npm run bench:postgres-ingest`.
+// `BENCH_DATABASE=<name> npm run bench:postgres-ingest` compares instead this store on a fresh
+// database with this store on a loaded one (left as it was found, but for the events inserted),
+// such as the one `BENCH_KEEP_DB=1 npm run bench:postgres` keeps.
+// Each run also counts the blocks its inserts read from outside PostgreSQL's shared buffers.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import postgres from 'postgres';
 import { createHandler } from '../lib/handler.ts';
 import type { openPostgresStore } from '../lib/store/postgres.ts';
-import { createTestDatabase } from '../test/helpers/postgres.ts';
+import { ADMIN_URL, createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
 import { median, ROOT } from './lib.ts';
 
 const BASELINE_COMMIT = process.env.BENCH_BASELINE_COMMIT ?? 'HEAD';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const CONCURRENCY = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const LOADED = process.env.BENCH_DATABASE;
 const BROWSER = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
 // The batch of bench/postgres.ts.
@@ -28,13 +33,41 @@ const body = JSON.stringify({
 });
 
 const tmp = mkdtempSync(tmpdir() + '/watchtower-pg-ingest-');
-const baseDir = `${tmp}/baseline`;
-execFileSync('sh', ['-c', `mkdir -p ${baseDir} && git -C ${ROOT} archive ${BASELINE_COMMIT} | tar -x -C ${baseDir}`]);
-symlinkSync(ROOT + 'node_modules', `${baseDir}/node_modules`);
-const codes: Record<string, typeof openPostgresStore> = {
-  baseline: ((await import(`${baseDir}/lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore }).openPostgresStore,
-  'this store': ((await import(`${ROOT}lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore }).openPostgresStore,
-};
+const thisStore = ((await import(`${ROOT}lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore }).openPostgresStore;
+/** What each run opens: a store's code, and a database (a fresh one unless named). */
+interface Contender { open: typeof openPostgresStore; database?: string; label: string }
+const contenders: Record<string, Contender> = {};
+if (LOADED) {
+  contenders['fresh database'] = { open: thisStore, label: 'this store, a fresh database each run' };
+  contenders['loaded database'] = { open: thisStore, database: LOADED, label: `this store, database ${LOADED}` };
+} else {
+  const baseDir = `${tmp}/baseline`;
+  execFileSync('sh', ['-c', `mkdir -p ${baseDir} && git -C ${ROOT} archive ${BASELINE_COMMIT} | tar -x -C ${baseDir}`]);
+  symlinkSync(ROOT + 'node_modules', `${baseDir}/node_modules`);
+  contenders.baseline = {
+    open: ((await import(`${baseDir}/lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore }).openPostgresStore,
+    label: BASELINE_COMMIT,
+  };
+  contenders['this store'] = { open: thisStore, label: 'working tree' };
+}
+
+/** What a run needs of its database; a named one is left in place (drop only ends the connection). */
+type Target = Pick<TestDatabase, 'name' | 'url' | 'admin' | 'drop'>;
+function existing(name: string): Target {
+  const url = new URL(ADMIN_URL);
+  url.pathname = '/' + name;
+  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+  return { name, url: url.href, admin, drop: () => admin.end() };
+}
+
+/** Blocks read by the database's tables and indexes from outside the shared buffers so far: all, and the ids table's. */
+async function blocksRead(sql: postgres.Sql): Promise<{ all: number; ids: number }> {
+  const [r] = await sql<{ all: number; ids: number }[]>`
+    select coalesce(sum(heap_blks_read + coalesce(idx_blks_read, 0)), 0)::float8 as all,
+           coalesce(sum(heap_blks_read + coalesce(idx_blks_read, 0)) filter (where relname = 'watchtower_event_ids'), 0)::float8 as ids
+    from pg_statio_user_tables`;
+  return r;
+}
 
 /** CPU seconds (user + system) the database's backends have used, from /proc (same machine). */
 const ticks = Number(process.env.BENCH_CLOCK_TICKS ?? 100);
@@ -56,9 +89,10 @@ async function backendCpu(admin: postgres.Sql, name: string): Promise<number> {
  * Events/s, the CPU per event of this process and of the database's backends, and the database's
  * bytes per event stored (events, ids and rollups, with their indexes).
  */
-async function run(open: typeof openPostgresStore) {
-  const db = await createTestDatabase();
+async function run({ open, database }: Contender) {
+  const db: Target = database ? existing(database) : await createTestDatabase();
   const store = await open({ url: db.url });
+  const stats = postgres(db.url, { max: 1, onnotice: () => {}, fetch_types: false });
   try {
     const handler = createHandler({ store, log: () => {}, defaultOwner: 'ingest-user', rateLimit: { rate: 0, burst: 0 } });
     const post = async () => {
@@ -74,36 +108,43 @@ async function run(open: typeof openPostgresStore) {
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, () => loop(performance.now() + 1000, { n: 0 }))); // warm-up
     const counter = { n: 0 };
+    const read0 = await blocksRead(stats);
     const cpu0 = process.cpuUsage(), db0 = await backendCpu(db.admin, db.name);
     const t0 = performance.now();
     await Promise.all(Array.from({ length: CONCURRENCY }, () => loop(t0 + SECONDS * 1000, counter)));
     const eps = (counter.n * 20) / ((performance.now() - t0) / 1000);
     const cpu = process.cpuUsage(cpu0), dbCpu = (await backendCpu(db.admin, db.name)) - db0;
     const events = counter.n * 20;
-    const sql = postgres(db.url, { max: 1, onnotice: () => {}, fetch_types: false });
-    const [{ bytes, stored }] = await sql<{ bytes: number; stored: number }[]>`
+    // The backends report their counters once idle (at most once a second).
+    await new Promise((r) => setTimeout(r, 1500));
+    const read1 = await blocksRead(stats);
+    const [{ bytes, stored }] = await stats<{ bytes: number; stored: number }[]>`
       select (select sum(pg_total_relation_size(c.oid)) from pg_class c
               where c.relkind = 'r' and c.relname like 'watchtower\\_%' and c.relname <> 'watchtower_migrations')::float8 as bytes,
              (select count(*) from watchtower_events)::float8 as stored`;
-    await sql.end();
-    return { eps, bytes: bytes / stored, instanceUs: ((cpu.user + cpu.system) / events), dbUs: (dbCpu * 1e6) / events };
+    return {
+      eps, bytes: bytes / stored, instanceUs: ((cpu.user + cpu.system) / events), dbUs: (dbCpu * 1e6) / events,
+      read: (read1.all - read0.all) / events, idsRead: (read1.ids - read0.ids) / events,
+    };
   } finally {
+    await stats.end();
     await store.close();
     await db.drop();
   }
 }
 
-const results: Record<string, number[]> = { baseline: [], 'this store': [] };
+const results: Record<string, number[]> = Object.fromEntries(Object.keys(contenders).map((name) => [name, []]));
 try {
   for (let round = 1; round <= ROUNDS; round++) {
-    for (const [name, open] of round % 2 ? Object.entries(codes) : Object.entries(codes).reverse()) {
-      const { eps, bytes, instanceUs, dbUs } = await run(open);
+    for (const [name, contender] of round % 2 ? Object.entries(contenders) : Object.entries(contenders).reverse()) {
+      const { eps, bytes, instanceUs, dbUs, read, idsRead } = await run(contender);
       results[name].push(eps);
       console.log(`round ${round} ${name}: ${Math.round(eps).toLocaleString('en-US')} events/s, CPU per event ${instanceUs.toFixed(0)} µs in process, ` +
-        `${dbUs.toFixed(0)} µs in PostgreSQL (${Math.round(bytes)} B per event, small tables)`);
+        `${dbUs.toFixed(0)} µs in PostgreSQL; blocks read from outside shared buffers per event ${read.toFixed(2)} (ids table ${idsRead.toFixed(2)}); ` +
+        `${Math.round(bytes)} B per event`);
     }
   }
-  for (const [name, eps] of Object.entries(results)) console.log(`${name} (${name === 'baseline' ? BASELINE_COMMIT : 'working tree'}): median ${Math.round(median(eps)).toLocaleString('en-US')} events/s`);
+  for (const [name, eps] of Object.entries(results)) console.log(`${name} (${contenders[name].label}): median ${Math.round(median(eps)).toLocaleString('en-US')} events/s`);
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }
