@@ -4,7 +4,7 @@
 import type postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
+import { normalise, uuidv7, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats, feedbackRating, pageloadDuration, routeKey, type Stats } from '../lib/stats.ts';
 import { encodeCursor } from '../lib/store/cursor.ts';
 import { MIGRATIONS } from '../lib/store/postgres-migrations.ts';
@@ -527,6 +527,60 @@ async function register() {
     await db.query((sql) => compactClosedDays(sql, now));
     await all(store, stored);
     await all(await open(), stored);
+  });
+
+  test('dedupe keys: a UUIDv7 id\'s key begins with its time, other ids keep the whole hash; migration 10 makes stored keys again', async () => {
+    const own = await createTestDatabase();
+    try {
+      const now = Date.now();
+      const v7 = [uuidv7(now - 86_400_000), uuidv7(now - 60_000), uuidv7(now)];
+      const events = [...v7, 'not-a-uuid', crypto.randomUUID(), 'with "quotes", a \\ backslash and é'].flatMap((id, i) =>
+        ['k-a', 'k-b'].map((owner) => ev({ id, type: 'click', sessionId: `s${i}` }, owner, now - (5 - i) * 60_000)));
+      let store = await openPostgresStore({ url: own.url });
+      try {
+        assert.equal(await store.insert(events), events);
+      } finally {
+        await store.close();
+      }
+      const keys = () => own.query((sql) => sql<{ owner: string; id: string; key: string; old: string }[]>`
+        select coalesce(user_id, '') as owner, event::json->>'id' as id, watchtower_event_key(coalesce(user_id, ''), event::json->>'id')::text as key,
+               encode(substr(sha256(convert_to(coalesce(user_id, ''), 'UTF8') || '\\x00'::bytea || convert_to(event::json->>'id', 'UTF8')), 1, 16), 'hex') as old
+        from watchtower_events order by seq`);
+      const check = async () => {
+        const rows = await keys();
+        for (const r of rows) {
+          const hex = r.key.replaceAll('-', '');
+          if (v7.includes(r.id)) {
+            assert.is(hex.slice(0, 12), r.id.replaceAll('-', '').slice(0, 12), `${r.id}: the id's time first`);
+            assert.is(hex.slice(12), r.old.slice(0, 20), `${r.id}: then 80 bits of the hash`);
+          } else assert.is(hex, r.old, `${r.id}: the 128-bit hash`);
+        }
+        assert.is(new Set(rows.map((r) => r.key)).size, rows.length, 'one key per owner and id');
+        const stored = await own.query((sql) => sql<{ key: string }[]>`select key::text from watchtower_event_ids order by key`);
+        assert.equal(stored.map((r) => r.key), rows.map((r) => r.key).sort(), 'the ids table holds the keys of the stored events');
+      };
+      await check();
+      // Back to version 9: its keys (the whole hash for every id), its function; then open again.
+      await own.query((sql) => sql.unsafe(`
+        create or replace function watchtower_event_key(owner text, id text) returns uuid language sql stable parallel safe
+          return encode(substr(sha256(convert_to(owner, 'UTF8') || '\\x00'::bytea || convert_to(id, 'UTF8')), 1, 16), 'hex')::uuid;
+        truncate watchtower_event_ids;
+        insert into watchtower_event_ids select watchtower_event_key(coalesce(user_id, ''), event::json->>'id'),
+          floor(extract(epoch from received_at) / 86400)::integer from watchtower_events;
+        delete from watchtower_migrations where version = 10;`).simple());
+      store = await openPostgresStore({ url: own.url });
+      try {
+        await check();
+        // Retries are still recognised, for each owner; a new id is stored.
+        assert.equal(await store.insert(events), []);
+        const fresh = ev({ id: uuidv7(now), type: 'click' }, 'k-a');
+        assert.equal(await store.insert([fresh, ...events.slice(0, 3)]), [fresh]);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await own.drop();
+    }
   });
 
   test('compaction: even a generic plan of its statement updates only the day\'s partition of counters', async () => {
