@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import postgres from 'postgres';
 import { createHandler } from '../lib/handler.ts';
 import type { openPostgresStore } from '../lib/store/postgres.ts';
-import { ADMIN_URL, createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
+import { ADMIN_URL, createTestDatabase, databaseUrl, type TestDatabase } from '../test/helpers/postgres.ts';
 import { median, ROOT } from './lib.ts';
 
 const BASELINE_COMMIT = process.env.BENCH_BASELINE_COMMIT ?? 'HEAD';
@@ -54,10 +54,8 @@ if (LOADED) {
 /** What a run needs of its database; a named one is left in place (drop only ends the connection). */
 type Target = Pick<TestDatabase, 'name' | 'url' | 'admin' | 'drop'>;
 function existing(name: string): Target {
-  const url = new URL(ADMIN_URL);
-  url.pathname = '/' + name;
   const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
-  return { name, url: url.href, admin, drop: () => admin.end() };
+  return { name, url: databaseUrl(name), admin, drop: () => admin.end() };
 }
 
 /** Blocks read by the database's tables and indexes from outside the shared buffers so far: all, and the ids table's. */

@@ -36,19 +36,25 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** The URL of database `name` on the server ADMIN_URL names, as its admin user. */
+export function databaseUrl(name: string): string {
+  const url = new URL(ADMIN_URL);
+  url.pathname = '/' + name;
+  return url.toString();
+}
+
 export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `watchtower_test_${Date.now().toString(36)}_${crypto.randomUUID().slice(0, 8)}`;
   const admin = postgres(ADMIN_URL, { max: 2, connect_timeout: 5, onnotice: () => {} });
   // A generated identifier of [a-z0-9_] only: safe to splice, and CREATE DATABASE takes no parameters.
   await admin.unsafe(`create database ${name}`);
-  const url = new URL(ADMIN_URL);
-  url.pathname = '/' + name;
+  const url = databaseUrl(name);
   return {
     name,
-    url: url.toString(),
+    url,
     admin,
     async query(fn) {
-      const sql = postgres(url.toString(), { max: 1, connect_timeout: 5, onnotice: () => {} });
+      const sql = postgres(url, { max: 1, connect_timeout: 5, onnotice: () => {} });
       try {
         return await fn(sql);
       } finally {
