@@ -136,13 +136,14 @@ export class UserRollups implements RollupSource {
       const day = dayOfHour(hour);
       if (day >= firstDay && day < endDay && !byHour.has(day)) {
         if (whole.has(day)) continue;
-        if (this.merged.has(day) || (this.mergeable(day) && performance.now() - started < this.mergeBudgetMs)) {
+        const mergeable = this.mergeable(day); // true for a day merged already
+        if (mergeable && (this.merged.has(day) || performance.now() - started < this.mergeBudgetMs)) {
           whole.add(day);
           fn(this.mergedDay(day));
           continue;
         }
         byHour.add(day);
-        if (this.mergeable(day)) this.pending.add(day);
+        if (mergeable) this.pending.add(day);
       }
       for (const s of slots) fn(s.part);
     }
