@@ -6,6 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, uuidv7, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats, feedbackRating, pageloadDuration, routeKey, type Stats } from '../lib/stats.ts';
+import { uuidv7 as sdkUuidv7 } from '../sdk/uuid.ts';
 import { encodeCursor } from '../lib/store/cursor.ts';
 import { MIGRATIONS } from '../lib/store/postgres-migrations.ts';
 import { migrationScript, openPostgresStore } from '../lib/store/postgres.ts';
@@ -533,7 +534,8 @@ async function register() {
     const own = await createTestDatabase();
     try {
       const now = Date.now();
-      const v7 = [uuidv7(now - 86_400_000), uuidv7(now - 60_000), uuidv7(now)];
+      // The service's ids and the browser SDK's, both lowercase UUIDv7.
+      const v7 = [uuidv7(now - 86_400_000), uuidv7(now - 60_000), sdkUuidv7(now, crypto.getRandomValues(new Uint8Array(16)))];
       const events = [...v7, 'not-a-uuid', crypto.randomUUID(), 'with "quotes", a \\ backslash and é'].flatMap((id, i) =>
         ['k-a', 'k-b'].map((owner) => ev({ id, type: 'click', sessionId: `s${i}` }, owner, now - (5 - i) * 60_000)));
       let store = await openPostgresStore({ url: own.url });
