@@ -365,16 +365,24 @@ async function register() {
    */
   const rollupsAgainstRaw = (user: string) => db.query(async (sql) => {
     const [row] = await sql<{ raw: { what: string; at: number; n: number }[]; rolled: { what: string; at: number; n: number }[]; compacted: string[] }[]>`
+      -- The user's events, rows and blocks (closed days moved by a compaction).
+      with events as (
+        select received_at, session_id from watchtower_events where user_id = ${user}
+        union all
+        select x.received_at, x.session_id
+        from watchtower_event_blocks b cross join lateral unnest(b.received, b.sessions) as x(received_at, session_id)
+        where b.user_id = ${user}
+      )
       select
         (select coalesce(json_agg(x order by x::text), '[]') from (
            select 'events' as what, floor(extract(epoch from received_at) / 3600)::int as at, count(*)::int as n
-           from watchtower_events where user_id = ${user} group by 2
+           from events group by 2
            union all
            select 'sessions', floor(extract(epoch from received_at) / 3600)::int, count(distinct session_id)::int
-           from watchtower_events where user_id = ${user} and session_id is not null group by 2
+           from events where session_id is not null group by 2
            union all
            select 'day sessions', floor(extract(epoch from received_at) / 86400)::int, count(distinct session_id)::int
-           from watchtower_events where user_id = ${user} and session_id is not null group by 2) x) as raw,
+           from events where session_id is not null group by 2) x) as raw,
         (select coalesce(json_agg(x order by x::text), '[]') from (
            select 'events' as what, hour as at, sum(n)::int as n from watchtower_rollups
            where user_id = ${user} and scope = '' and kind = 't' group by 2
@@ -648,6 +656,142 @@ async function register() {
     }
   });
 
+  test('compaction moves closed days\' events into blocks: pages, filters, export and stats answer as before, smaller; late rows, retention', async () => {
+    const own = await createTestDatabase();
+    const opened: Store[] = [];
+    const openOwn = async (extra: { retentionDays?: number } = {}) => {
+      const s = await openPostgresStore({ url: own.url, ...extra });
+      opened.push(s);
+      return s;
+    };
+    try {
+      const now = Date.now();
+      const today = Math.floor(now / 86_400_000);
+      let seed = 11;
+      const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+      const make = (id: string, owner: string | null, at: number) => {
+        const type = ['pageload', 'pageload', 'error', 'click', 'feedback'][Math.floor(rnd() * 5)];
+        const e = ev({ id, type, sessionId: `s${Math.floor(rnd() * 20)}`, route: `/r${Math.floor(rnd() * 3)}`, deployVersion: rnd() < 0.5 ? '1' : '2',
+          message: rnd() < 0.05 ? 'nul\u0000here' : undefined,
+          data: { duration: Math.floor(rnd() * 900), rating: 1 + Math.floor(rnd() * 5), ...(rnd() < 0.5 ? { ttfb: Math.floor(rnd() * 90) } : {}) } }, owner, at);
+        return rnd() < 0.3 ? { ...e, projectId: 'p1' } : e;
+      };
+      // Three past days and today; two users (one with more than a block a day) and unowned events.
+      const span = 3.5 * 86_400_000;
+      const owners = ['bk-a', 'bk-a', 'bk-a', 'bk-b', null];
+      const events = Array.from({ length: 8000 }, (_, i) => make(`bk-${i}`, owners[i % 5], now - span + Math.floor((i / 8000) * span)));
+      const a = await openOwn();
+      for (let i = 0; i < events.length; i += 250) await a.insert(events.slice(i, i + 250));
+
+      const H = 3_600_000;
+      const ranges = [undefined, { from: now - 3 * 86_400_000 }, { from: (today - 2) * 86_400_000 + 5 * H + 777, to: (today - 1) * 86_400_000 + 13 * H + 5, interval: 'hour' as const }];
+      const filters = [{}, { type: 'error' }, { version: '2' }, { projectId: 'p1' }, { since: (today - 3) * 86_400_000 + 7 * H, until: (today - 1) * 86_400_000 + 2 * H + 9 }];
+      /** Every read, as this test can see them: each filter's pages walked to the end (37 a page), exports, stats. */
+      const answers = async (s: Store) => {
+        const out: unknown[] = [];
+        for (const user of ['bk-a', 'bk-b']) {
+          for (const f of filters) {
+            const pages: string[][] = [];
+            let before: string | undefined;
+            do {
+              const page = await s.list({ userId: user, limit: 37, ...f, ...(before ? { before } : {}) });
+              pages.push(page.events.map((e) => e.id));
+              before = page.nextCursor ?? undefined;
+            } while (before && pages.length < 400);
+            out.push(pages);
+            const exported: StoredEvent[] = [];
+            for await (const batch of s.export({ userId: user, batchSize: 300, ...f })) exported.push(...batch);
+            out.push(exported);
+          }
+          for (const range of ranges) out.push(await s.stats(user, now, range), await s.stats(user, now, range, 'p1'));
+        }
+        return out;
+      };
+      const mine = (user: string) => events.filter((e) => e.user_id === user);
+      const expected = await answers(a);
+      // What the rows answer is what computeStats answers (a check of the test's baseline).
+      assert.equal(await a.stats('bk-a', now, ranges[2]), computeStats(mine('bk-a'), now, ranges[2]));
+
+      const sizes = () => own.query(async (sql) => (await sql<{ rows: number; blocks: number }[]>`
+        select (select sum(pg_total_relation_size(inhrelid)) from pg_inherits where inhparent = 'watchtower_events'::regclass)::float8 as rows,
+               pg_total_relation_size('watchtower_event_blocks')::float8 as blocks`)[0]);
+      const before = await sizes();
+      // Pages read again and again while the days move: none may miss or repeat an event.
+      let moving = true;
+      const walks = (async () => {
+        let n = 0;
+        while (moving || n === 0) {
+          const ids: string[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await a.list({ userId: 'bk-b', limit: 50, ...(cursor ? { before: cursor } : {}) });
+            ids.push(...page.events.map((e) => e.id));
+            cursor = page.nextCursor ?? undefined;
+          } while (cursor);
+          assert.equal(ids, mine('bk-b').map((e) => e.id).reverse(), `walk ${n} while moving`);
+          n++;
+        }
+        return n;
+      })();
+      await own.query((sql) => compactClosedDays(sql, now));
+      moving = false;
+      await walks;
+      // The next pass, as the next maintenance interval: it cuts off the emptied pages of a
+      // partition that the walks' reads kept the first VACUUM from cutting.
+      await own.query((sql) => compactClosedDays(sql, now));
+
+      const blocks = await own.query((sql) => sql<{ user_id: string; day: number; events: number; first: number; last: number }[]>`
+        select user_id, day, events, first_seq::float8 as first, last_seq::float8 as last from watchtower_event_blocks order by user_id, day, first_seq`);
+      const closedDays = new Set(events.filter((e) => Math.floor(Date.parse(e.receivedAt) / 86_400_000) < today).map((e) => Math.floor(Date.parse(e.receivedAt) / 86_400_000)));
+      assert.equal(new Set(blocks.map((b) => b.day)), closedDays, 'every closed day in blocks');
+      assert.ok(blocks.every((b) => b.events <= 1000), 'at most a thousand events a block');
+      assert.ok(blocks.filter((b) => b.user_id === 'bk-a').length > closedDays.size, 'a day of more than a thousand events is several blocks');
+      const inBlocks = blocks.reduce((n, b) => n + b.events, 0);
+      assert.is(inBlocks, events.filter((e) => Math.floor(Date.parse(e.receivedAt) / 86_400_000) < today).length, 'every closed day\'s event in one block');
+      const [{ rows }] = await own.query((sql) => sql`select count(*)::int as rows from watchtower_events where received_at < ${new Date(today * 86_400_000).toISOString()}::timestamptz`);
+      assert.is(rows, 0, 'no row of a closed day left');
+      const heaps = await own.query((sql) => sql<{ day: number; bytes: number }[]>`
+        select day, pg_relation_size(to_regclass('watchtower_events_p' || day))::float8 as bytes from unnest(${[...closedDays]}::int4[]) as d(day)`);
+      assert.equal(heaps.map((h) => h.bytes), heaps.map(() => 0), 'every closed day\'s table cut to nothing');
+      const moved = await own.query((sql) => sql<{ events: number; moved: number }[]>`
+        select sum(events)::int as events, sum(moved)::int as moved from watchtower_event_days where day < ${today}`);
+      assert.equal({ ...moved[0] }, { events: inBlocks, moved: inBlocks });
+      const after = await sizes();
+      assert.ok(after.rows + after.blocks < (before.rows + before.blocks) / 2,
+        `rows and blocks ${before.rows} + ${before.blocks} → ${after.rows} + ${after.blocks} bytes`);
+
+      // The store that read before (its rollup cache warm), and a fresh one.
+      assert.equal(await answers(a), expected);
+      assert.equal(await answers(await openOwn()), expected);
+
+      // A late row into a moved day is read beside its blocks, then moved by the next compaction.
+      const late = make('bk-late', 'bk-b', (today - 2) * 86_400_000 + 12 * H);
+      assert.equal(await a.insert([late]), [late]);
+      const withLate = await answers(a);
+      // Per user: five filters' pages and exports, then six stats; bk-b's export without a filter.
+      const lateExport = withLate[16 + 1] as StoredEvent[];
+      assert.equal(lateExport.map((e) => e.id), [...mine('bk-b').map((e) => e.id), 'bk-late'], 'the late row is read, in seq order');
+      assert.equal((withLate[16] as string[][]).flat()[0], 'bk-late', 'and first in the newest page');
+      assert.equal(await a.stats('bk-b', now), computeStats(lateExport, now));
+      await own.query((sql) => compactClosedDays(sql, now));
+      const [{ left }] = await own.query((sql) => sql`select count(*)::int as left from watchtower_events where received_at < ${new Date(today * 86_400_000).toISOString()}::timestamptz`);
+      assert.is(left, 0, 'the late row moved');
+      assert.equal(await answers(a), withLate);
+
+      // Retention: the days' blocks go with their partitions; what is left reads the same.
+      const kept = await openOwn({ retentionDays: 2 });
+      const [{ old }] = await own.query((sql) => sql`select count(*)::int as old from watchtower_event_blocks where day < ${today - 2}`);
+      assert.is(old, 0, 'blocks of dropped days');
+      const rest: StoredEvent[] = [];
+      for await (const batch of kept.export({ userId: 'bk-a' })) rest.push(...batch);
+      assert.equal(rest.map((e) => e.id), mine('bk-a').filter((e) => Math.floor(Date.parse(e.receivedAt) / 86_400_000) >= today - 2).map((e) => e.id));
+      assert.equal(await kept.stats('bk-a', now, ranges[1]), computeStats(rest, now, ranges[1]));
+    } finally {
+      for (const s of opened) await s.close();
+      await own.drop();
+    }
+  });
+
   test('compaction: a late insert with a new session into a compacted day is counted by a store that cached the day', async () => {
     const store = await open();
     const now = Date.now();
@@ -840,12 +984,25 @@ async function register() {
     }
   });
 
+  /** The schema as version 10 left it: the events of blocks back as rows. */
+  const asVersion10 = (sql: postgres.Sql) => sql.unsafe(`
+    insert into watchtower_events (seq, user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event)
+      select x.seq, nullif(b.user_id, ''), x.project_id, x.type, x.received_at, x.session_id, x.app_version, x.route_key,
+             x.duration, x.ttfb, x.ts, x.event
+      from watchtower_event_blocks b cross join lateral unnest(b.seqs, b.received, b.types, b.sessions, b.versions, b.projects, b.routes,
+        b.durations, b.timestamps, b.ttfbs, b.texts) as x(seq, received_at, type, session_id, app_version, project_id, route_key, duration, ts, ttfb, event);
+    drop table watchtower_event_blocks;
+    alter table watchtower_event_days drop column moved;
+    delete from watchtower_migrations where version > 10;`).simple();
+
   /**
    * Turns a database of the current schema back into what version 8 made of the same events: the
    * event as jsonb (what jsonb cannot hold replaced by U+FFFD, the exact text in `raw`, as the
    * version 8 store wrote them), the feedback rating column, and ids keyed by their texts.
    */
-  const asVersion8 = (sql: postgres.Sql) => sql.unsafe(`
+  const asVersion8 = async (sql: postgres.Sql) => {
+    await asVersion10(sql);
+    await sql.unsafe(`
     alter table watchtower_events add column rating smallint, add column raw text;
     update watchtower_events set raw = event where event ~* '\\\\u0000|\\\\ud[89a-f]';
     alter table watchtower_events alter column event type jsonb
@@ -863,6 +1020,7 @@ async function register() {
     drop index watchtower_events_by_time;
     create index watchtower_events_by_time on watchtower_events (user_id, received_at) include (session_id) where user_id is not null;
     delete from watchtower_migrations where version > 8;`).simple();
+  };
 
   test('migration from schema version 8 keeps every event (NUL, lone surrogates), its dedupe key, its cursor position and the statistics\' points', async () => {
     const old = await createTestDatabase();
@@ -892,7 +1050,13 @@ async function register() {
         assert.is((await store.health()).schemaVersion, MIGRATIONS[MIGRATIONS.length - 1].version);
         const mine = events.filter((e) => e.user_id === 'm8');
         assert.equal(await exported(store, 'm8'), mine, 'every event once, in order, deep-equal');
-        const unowned = await old.query((sql) => sql`select event from watchtower_events where user_id is null order by seq`);
+        // Rows, and blocks if the store's compaction has moved their days meanwhile.
+        const unowned = await old.query((sql) => sql`
+          select event from (
+            select seq, event from watchtower_events where user_id is null
+            union all
+            select x.seq, x.event from watchtower_event_blocks b cross join lateral unnest(b.seqs, b.texts) as x(seq, event) where b.user_id = ''
+          ) e order by seq`);
         assert.equal(unowned.map((r) => JSON.parse(r.event as string)), events.filter((e) => e.user_id === null));
         for (const range of [undefined, { from: now - 2 * 86_400_000 }]) {
           assert.equal(await store.stats('m8', now, range), computeStats(mine, now, range), `stats ${JSON.stringify(range)}`);

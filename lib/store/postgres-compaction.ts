@@ -8,7 +8,8 @@
 // the day's event count it saw (watchtower_event_days.compacted): while the count has not moved,
 // the day has no counters of that owner left, and stats do not read its counter partition.
 //
-// The same pass rebuilds the day's events indexes once, packed (packEvents).
+// The same pass then moves the closed day's event rows into compressed blocks of each owner's
+// events (blockDay), and gives the partition's space back (packEvents).
 //
 // Distinct sessions stay where they are (the session sets, and the session counters, which are a
 // few rows per hour): they are what keeps an insert's session counts exact, and an insert that
@@ -171,8 +172,9 @@ export async function compactDay(sql: postgres.Sql, day: number): Promise<number
 
 /**
  * Compacts every day that still has counters to merge (session counters aside) and ended at least
- * COMPACT_AFTER_MS before `now`. Resolves to the number of days that had something to compact. `stop` is asked between days (a
- * store closing stops after the day in hand).
+ * COMPACT_AFTER_MS before `now`, and moves those days' event rows into blocks (blockDay). Resolves
+ * to the number of days that had something to compact. `stop` is asked between days (a store
+ * closing stops after the day in hand).
  */
 export async function compactClosedDays(sql: postgres.Sql, now: number, stop = () => false): Promise<number> {
   const before = Math.floor((now - COMPACT_AFTER_MS) / 86_400_000);
@@ -186,26 +188,87 @@ export async function compactClosedDays(sql: postgres.Sql, now: number, stop = (
     const [{ any }] = await sql<{ any: boolean }[]>`
       select exists (select 1 from watchtower_rollups where hour >= ${day * 24} and hour < ${day * 24 + 24}
                      and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0) as any`;
-    if (any && (await compactDay(sql, day)) > 0) {
-      compacted++;
-      await packEvents(sql, day);
-    }
+    if (any && (await compactDay(sql, day)) > 0) compacted++;
+  }
+  // Closed days with rows not yet in blocks: each day once after its close, and again only for
+  // rows inserted late.
+  const unmoved = await sql<{ day: number }[]>`
+    select day from watchtower_event_days where day < ${before} group by day having sum(events) > sum(moved) order by day`;
+  for (const { day } of unmoved) {
+    if (stop()) break;
+    if ((await blockDay(sql, day)) > 0) await packEvents(sql, day);
+  }
+  // Days whose rows are all blocks but whose partition still has pages: VACUUM cuts the emptied
+  // pages off only if it gets the table to itself for a moment, and reads may have held it then.
+  const uncut = await sql<{ day: number }[]>`
+    select day from (select day from watchtower_event_days where day < ${before} group by day having sum(events) = sum(moved)) d
+    where coalesce(pg_relation_size(to_regclass('watchtower_events_p' || day)), 0) > 0`;
+  for (const { day } of uncut) {
+    if (stop()) break;
+    await sql.unsafe(`vacuum ${partitionOf(day)}`).catch(gone);
   }
   return compacted;
 }
 
+/** The events partition of a day: an identifier built from an integer, nothing from a client. */
+const partitionOf = (day: number) => `watchtower_events_p${Math.trunc(day)}`;
+/** 42P01: the partition is gone (retention dropped the day meanwhile). */
+const gone = (err: { code?: string }) => {
+  if (err.code !== '42P01') throw err;
+};
+
+/** The most events of one owner in one block: a page of a past day reads one or two blocks. */
+export const BLOCK_EVENTS = 1000;
+
 /**
- * Rebuilds the indexes of a closed day's events partition, by the instance whose compaction first
- * stored the day's rollups (so about once per day). Live inserts leave the per-user indexes' pages
- * about half full: a row goes to the end of its user's range, not of the index, so pages split in
- * the middle. Rebuilt, they are about a third smaller (BENCHMARKS.md). CONCURRENTLY, so that the
- * day's inserts and reads go on meanwhile; a partition dropped meanwhile is left alone.
+ * Moves the rows of a closed day's partition into blocks (watchtower_event_blocks, migration 11):
+ * per owner, in seq order, up to BLOCK_EVENTS events a block, each column an array, which
+ * PostgreSQL compresses (a row is never compressed, being under ~2 KB). One statement, so a read
+ * sees the day's events either as rows or as blocks, never both or neither; the day's `moved`
+ * count says how many are blocks (lib/store/postgres.ts, readEvents). It deletes the rows its
+ * snapshot sees: rows inserted meanwhile stay rows, and two instances moving the same day at once
+ * each move what the other did not (a deleted row is skipped). Sent unprepared, on the day's own
+ * partition. Resolves to the number of events moved.
+ */
+export async function blockDay(sql: postgres.Sql, day: number): Promise<number> {
+  const column = (name: string) => `array_agg(${name} order by seq)`;
+  const [{ moved }] = await sql.unsafe<{ moved: number }[]>(`
+    with moved as (
+      delete from ${partitionOf(day)}
+      returning seq, coalesce(user_id, '') as user_id, received_at, type, session_id, app_version, project_id, route_key, duration, ts, ttfb, event
+    ), chunked as (
+      select *, (row_number() over (partition by user_id order by seq) - 1) / $1::integer as chunk from moved
+    ), blocks as (
+      insert into watchtower_event_blocks
+        (user_id, day, first_seq, last_seq, first_received, last_received, events,
+         seqs, received, types, sessions, versions, projects, routes, durations, timestamps, ttfbs, texts)
+      select user_id, $2::integer, min(seq), max(seq), min(received_at), max(received_at), count(*)::integer,
+             ${['seq', 'received_at', 'type', 'session_id', 'app_version', 'project_id', 'route_key', 'duration', 'ts', 'ttfb', 'event'].map(column).join(', ')}
+      from chunked group by user_id, chunk
+      returning user_id, events
+    ), counted as (
+      update watchtower_event_days e set moved = e.moved + m.n
+      from (select user_id, sum(events) as n from blocks group by 1) m
+      where e.user_id = m.user_id and e.day = $2::integer
+      returning m.n
+    )
+    select coalesce(sum(n), 0)::float8 as moved from counted`, [BLOCK_EVENTS, Math.trunc(day)]).catch((err: { code?: string }) => {
+    gone(err);
+    return [{ moved: 0 }];
+  });
+  return moved;
+}
+
+/**
+ * Gives back a closed day's partition's space once its rows are blocks, by the instance that moved
+ * them (so about once per day): VACUUM frees the dead rows and cuts the emptied pages off the
+ * table's end, and the indexes, which VACUUM leaves their size, are rebuilt, CONCURRENTLY so that
+ * the day's inserts and reads go on meanwhile. Rows inserted late are packed too. A partition
+ * dropped meanwhile is left alone.
  */
 export async function packEvents(sql: postgres.Sql, day: number): Promise<void> {
-  // An identifier built from an integer: nothing from a client.
-  await sql.unsafe(`reindex table concurrently watchtower_events_p${Math.trunc(day)}`).catch((err: { code?: string }) => {
-    if (err.code !== '42P01') throw err;
-  });
+  await sql.unsafe(`vacuum ${partitionOf(day)}`).catch(gone);
+  await sql.unsafe(`reindex table concurrently ${partitionOf(day)}`).catch(gone);
 }
 
 // --- Reading ------------------------------------------------------------------------------------

@@ -270,53 +270,59 @@ interface PointRow { seq: string; duration: number; ttfb: number | null; ts: str
 type NewestOf = (f: EventFilter, want: number, days: readonly EventDay[]) => Promise<SeqRow[]>;
 
 /**
- * A row of watchtower_event_days: one owner's events received on one UTC day. `counters`: whether
- * the day may still have counter rows of the owner (it is not compacted, or took events since).
+ * A row of watchtower_event_days: one owner's events received on one UTC day. `moved`: how many of
+ * them a compaction moved into blocks (watchtower_event_blocks); the rest are rows of the day's
+ * partition. `counters`: whether the day may still have counter rows of the owner (it is not
+ * compacted, or took events since).
  */
-export interface EventDay { day: number; first: number; last: number; events: number; counters?: boolean }
+export interface EventDay { day: number; first: number; last: number; events: number; moved?: number; counters?: boolean }
+
+/** A block of watchtower_event_blocks: up to BLOCK_EVENTS of one owner's events of a closed day. */
+export interface EventBlock { day: number; first: number; last: number; events: number }
 
 /** The days of `days` that receive times within the filter's bounds can fall in. */
 const daysWithin = (days: readonly EventDay[], f: Pick<EventFilter, 'since' | 'until'>): EventDay[] =>
   days.filter((d) => (f.since === undefined || d.day >= Math.floor(f.since / DAY_MS)) &&
     (f.until === undefined || d.day <= Math.floor((f.until - 1) / DAY_MS)));
 
+/** Something that holds rows of seqs first..last, `events` of them: a day, or a block. */
+interface Unit { first: number; last: number; events: number }
+
 /**
  * Reads, for each key, the first `want` rows in seq order (`desc`: newest first, `asc`: oldest
- * first) from the fewest days that can hold them. `days` are the candidate days (those the query's
- * bounds and cursor leave); `read(d0, d1, keys)` runs the query bounded to the receive days d0..d1
- * (so the planner prunes every other partition) and answers rows per key in the same order.
+ * first) from the fewest units that can hold them. `units` are the candidates (those the query's
+ * bounds and cursor leave); `read(chosen, keys)` reads the chosen units and answers rows per key in
+ * the same order; `covered(chosen)` says which units that read covered (a read bounded by receive
+ * days covers the days between the chosen ones too).
  *
- * It reads the days nearest the start of the order first, as many as hold `target` events (by
- * default twice `want`). The answer of a key is exact when no day outside the span read could hold
- * a row that belongs in it: there is no such day at all, or the key got `want` rows and every day
+ * It reads the units nearest the start of the order first, as many as hold `target` events (by
+ * default twice `want`). The answer of a key is exact when no unit outside those read could hold
+ * a row that belongs in it: there is no such unit at all, or the key got `want` rows and every unit
  * left out lies wholly after the last of them in seq order. Seq is only nearly in receive order,
- * so this is checked, not assumed. Keys still short are read again over more days: as many events
- * as the density of their rows in the span read says they need, at least twice as many.
+ * so this is checked, not assumed. Keys still short are read again over more units: as many events
+ * as the density of their rows in those read says they need, at least twice as many.
  */
-export async function readByDays<R extends { seq: string }>(
-  days: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[],
-  read: (d0: number, d1: number, keys: string[]) => Promise<Map<string, R[]>>, target = want * 2,
+async function readByUnits<U extends Unit, R extends { seq: string }>(
+  units: readonly U[], order: 'asc' | 'desc', want: number, keys: readonly string[],
+  read: (chosen: U[], keys: string[]) => Promise<Map<string, R[]>>, covered: (chosen: U[]) => (u: U) => boolean, target = want * 2,
 ): Promise<Map<string, R[]>> {
   const out = new Map<string, R[]>();
-  if (!days.length || want <= 0) return out;
-  const sorted = [...days].sort(order === 'desc' ? (a, b) => b.last - a.last : (a, b) => a.first - b.first);
+  if (!units.length || want <= 0) return out;
+  const sorted = [...units].sort(order === 'desc' ? (a, b) => b.last - a.last : (a, b) => a.first - b.first);
   let pending = [...keys];
   while (pending.length) {
-    let d0 = Infinity, d1 = -Infinity, taken = 0;
-    for (const d of sorted) {
-      if (taken >= target) break;
-      taken += d.events;
-      d0 = Math.min(d0, d.day);
-      d1 = Math.max(d1, d.day);
-    }
-    const outside = sorted.filter((d) => d.day < d0 || d.day > d1);
-    const rows = await read(d0, d1, pending);
+    let taken = 0, n = 0;
+    while (n < sorted.length && taken < target) taken += sorted[n++].events;
+    const chosen = sorted.slice(0, n);
+    const inside = covered(chosen);
+    const outside = sorted.filter((u) => !inside(u));
+    const rows = await read(chosen, pending);
     let next = taken * 2;
     pending = pending.filter((key) => {
       const got = rows.get(key) ?? [];
       const last = got.length >= want ? Number(got[want - 1].seq) : NaN;
       const exact = outside.length === 0 ||
-        outside.every((d) => (order === 'desc' ? d.last < last : d.first > last));
+        outside.every((u) => (order === 'desc' ? u.last < last : u.first > last));
       if (exact) out.set(key, got.slice(0, want));
       else next = Math.max(next, got.length ? Math.ceil((taken * want * 1.25) / got.length) : taken * 8);
       return !exact;
@@ -325,6 +331,85 @@ export async function readByDays<R extends { seq: string }>(
   }
   return out;
 }
+
+/**
+ * readByUnits over days, for reads bounded by receive time: `read(d0, d1, keys)` runs the query
+ * bounded to the receive days d0..d1, so that the planner prunes every other partition.
+ */
+export function readByDays<R extends { seq: string }>(
+  days: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[],
+  read: (d0: number, d1: number, keys: string[]) => Promise<Map<string, R[]>>, target = want * 2,
+): Promise<Map<string, R[]>> {
+  const span = (chosen: EventDay[]) => [Math.min(...chosen.map((d) => d.day)), Math.max(...chosen.map((d) => d.day))];
+  return readByUnits(days, order, want, keys, (chosen, keys) => read(span(chosen)[0], span(chosen)[1], keys), (chosen) => {
+    const [d0, d1] = span(chosen);
+    return (d) => d.day >= d0 && d.day <= d1;
+  }, target);
+}
+
+/** How readEvents reads one owner's events: rows of days, blocks of days, and the blocks a day holds. */
+export interface EventReads<R> {
+  rows: (d0: number, d1: number, keys: string[]) => Promise<Map<string, R[]>>;
+  blocksOf: (days: EventDay[]) => Promise<EventBlock[]>;
+  blocks: (chosen: EventBlock[], keys: string[]) => Promise<Map<string, R[]>>;
+}
+
+/**
+ * readByDays over the events of `days` wherever they are: the rows of their partitions, and the
+ * blocks a compaction moved the closed days' rows into. The rows are read first (the newest days,
+ * which pages and statistics mostly want, are rows); blocks are read only of days that could hold
+ * a row of an answer the rows left open, block by block, and the two answers are merged.
+ */
+export async function readEvents<R extends { seq: string }>(
+  days: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[], reads: EventReads<R>, target = want * 2,
+): Promise<Map<string, R[]>> {
+  const rowDays = days.filter((d) => d.events > (d.moved ?? 0)).map((d) => ({ ...d, events: d.events - (d.moved ?? 0) }));
+  const rows = await readByDays(rowDays, order, want, keys, reads.rows, target);
+  const open = (d: EventDay) => keys.some((key) => {
+    const got = rows.get(key) ?? [];
+    if (got.length < want) return true;
+    const last = Number(got[want - 1].seq);
+    return order === 'desc' ? d.last > last : d.first < last;
+  });
+  const blockDays = days.filter((d) => (d.moved ?? 0) > 0 && open(d));
+  if (!blockDays.length) return rows;
+  const blocks = await reads.blocksOf(blockDays);
+  const fromBlocks = await readByUnits(blocks, order, want, keys, reads.blocks, (chosen) => {
+    const read = new Set(chosen);
+    return (b) => read.has(b);
+  }, target);
+  const bySeq = order === 'desc' ? (a: R, b: R) => Number(b.seq) - Number(a.seq) : (a: R, b: R) => Number(a.seq) - Number(b.seq);
+  for (const key of keys) {
+    rows.set(key, [...(rows.get(key) ?? []), ...(fromBlocks.get(key) ?? [])].sort(bySeq).slice(0, want));
+  }
+  return rows;
+}
+
+/**
+ * How the store reads one owner's events for readEvents: `rows(d0, d1, keys)` reads the rows of
+ * days d0..d1, `blocks(chosen, keys)` the rows of the blocks `chosen` (a condition on the blocks
+ * `b` of blockEvents or blockPoints) selects.
+ */
+type OwnerRead = <R extends { seq: string }>(
+  userId: string, days: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[],
+  rows: (d0: number, d1: number, keys: string[]) => Promise<Map<string, R[]>>,
+  blocks: (chosen: postgres.PendingQuery<postgres.Row[]>, keys: string[]) => Promise<Map<string, R[]>>, target?: number,
+) => Promise<Map<string, R[]>>;
+
+/**
+ * The events of blocks `b` as rows with the columns of watchtower_events that filters and pages
+ * read (so that the same conditions apply to both); the owner is `b.user_id`.
+ */
+const blockEvents = (sql: postgres.Sql) => sql`watchtower_event_blocks b
+  cross join lateral unnest(b.seqs, b.received, b.types, b.versions, b.projects, b.texts)
+    as x(seq, received_at, type, app_version, project_id, event)`;
+/** The sessions of blocks `b`, for the count of active sessions. */
+const blockSessions = (sql: postgres.Sql) => sql`watchtower_event_blocks b
+  cross join lateral unnest(b.received, b.projects, b.sessions) as x(received_at, project_id, session_id)`;
+/** The latency points' columns of blocks `b` (the texts are not read). */
+const blockPoints = (sql: postgres.Sql) => sql`watchtower_event_blocks b
+  cross join lateral unnest(b.seqs, b.received, b.projects, b.routes, b.durations, b.timestamps, b.ttfbs)
+    as x(seq, received_at, project_id, route_key, duration, ts, ttfb)`;
 
 /** The rollup scope of a project's statistics ('' is all the user's events). */
 const scopeOf = (projectId: string | undefined) => (projectId === undefined ? '' : '#' + projectId);
@@ -698,7 +783,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   /** The user's days that the filter's receive times can fall in (see readByDays). */
   const daysOf = async (f: Pick<EventFilter, 'userId' | 'since' | 'until'>): Promise<EventDay[]> => {
     const rows = await sql<EventDay[]>`
-      select day, first_seq::float8 as first, last_seq::float8 as last, events::float8 as events,
+      select day, first_seq::float8 as first, last_seq::float8 as last, events::float8 as events, moved::float8 as moved,
              compacted is null or events > compacted as counters
       from watchtower_event_days where user_id = ${col(f.userId)}
         ${f.since !== undefined ? sql`and day >= ${Math.floor(f.since / DAY_MS)}` : sql``}
@@ -708,13 +793,42 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   /** Receive times within days d0..d1: a condition the planner prunes partitions by. */
   const receivedIn = (d0: number, d1: number) =>
     sql`received_at >= ${new Date(d0 * DAY_MS).toISOString()}::timestamptz and received_at < ${new Date((d1 + 1) * DAY_MS).toISOString()}::timestamptz`;
+
+  /**
+   * readEvents over one owner's days. A compaction that moves a day's rows into blocks between the
+   * read of the days and the read of the rows would hide them from the answer: if a closed day
+   * read still had rows, its `moved` count is read again after, and the whole read done again
+   * with the days as they now are if it changed (a day is moved once, so once is enough).
+   */
+  const readOwner: OwnerRead = async (userId, days, order, want, keys, rows, blocks, target) => {
+    const blocksOf = async (of: EventDay[]) => sql<EventBlock[]>`
+      select day, first_seq::float8 as first, last_seq::float8 as last, events from watchtower_event_blocks
+      where user_id = ${col(userId)} and day = any(${pgArray(of.map((d) => d.day))}::int4[])`;
+    const chosen = (of: EventBlock[]) =>
+      sql`b.user_id = ${col(userId)} and b.day = any(${pgArray(of.map((b) => b.day))}::int4[]) and b.first_seq = any(${pgArray(of.map((b) => b.first))}::int8[])`;
+    const reads = { rows, blocksOf, blocks: (of: EventBlock[], keys: string[]) => blocks(chosen(of), keys) };
+    const got = await readEvents(days, order, want, keys, reads, target);
+    const today = Math.floor(Date.now() / DAY_MS);
+    const movable = days.filter((d) => d.day < today && d.events > (d.moved ?? 0));
+    if (!movable.length) return got;
+    const now = new Map((await sql<{ day: number; moved: number }[]>`
+      select day, moved::float8 as moved from watchtower_event_days
+      where user_id = ${col(userId)} and day = any(${pgArray(movable.map((d) => d.day))}::int4[])`).map((r) => [r.day, r.moved]));
+    if (movable.every((d) => (now.get(d.day) ?? d.moved ?? 0) === (d.moved ?? 0))) return got;
+    return readEvents(days.map((d) => ({ ...d, moved: now.get(d.day) ?? d.moved })), order, want, keys, reads, target);
+  };
+
   /** The newest `want` events of a filter (before a seq, if given), newest first. */
   const newest = async (f: EventFilter, want: number, beforeSeq?: number, known?: readonly EventDay[]): Promise<SeqRow[]> => {
     const days = (known ?? (await daysOf(f))).filter((d) => beforeSeq === undefined || d.first < beforeSeq);
-    const found = await readByDays(days, 'desc', want, [''], (d0, d1) => sql<SeqRow[]>`
+    const before = beforeSeq !== undefined ? sql`and seq < ${beforeSeq}` : sql``;
+    const found = await readOwner(f.userId, days, 'desc', want, [''], (d0, d1) => sql<SeqRow[]>`
       select seq, event from watchtower_events
-      where ${filterSql(f)} and ${receivedIn(d0, d1)}
-        ${beforeSeq !== undefined ? sql`and seq < ${beforeSeq}` : sql``}
+      where ${filterSql(f)} and ${receivedIn(d0, d1)} ${before}
+      order by seq desc
+      limit ${want}`.then((rows) => new Map([['', rows]])), (chosen) => sql<SeqRow[]>`
+      select seq, event from ${blockEvents(sql)}
+      where ${chosen} and ${filterSql(f)} ${before}
       order by seq desc
       limit ${want}`.then((rows) => new Map([['', rows]])));
     return found.get('') ?? [];
@@ -752,9 +866,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       let afterSeq = 0;
       for (;;) {
         const after = afterSeq;
-        const found = await guard('export', () => readByDays(days.filter((d) => d.last > after), 'asc', limit, [''], (d0, d1) => sql<SeqRow[]>`
+        const found = await guard('export', () => readOwner(filter.userId, days.filter((d) => d.last > after), 'asc', limit, [''], (d0, d1) => sql<SeqRow[]>`
           select seq, event from watchtower_events
           where ${filterSql(filter)} and ${receivedIn(d0, d1)} and seq > ${after} and seq <= ${max}
+          order by seq
+          limit ${limit}`.then((rows) => new Map([['', rows]])), (chosen) => sql<SeqRow[]>`
+          select seq, event from ${blockEvents(sql)}
+          where ${chosen} and ${filterSql(filter)} and seq > ${after} and seq <= ${max}
           order by seq
           limit ${limit}`.then((rows) => new Map([['', rows]]))));
         const rows = found.get('') ?? [];
@@ -790,7 +908,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         }
         const plan = planStats(now, range, latest);
         return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId),
-          await days, (f, want, known) => newest(f, want, undefined, known), await breakdownsFrom());
+          await days, (f, want, known) => newest(f, want, undefined, known), readOwner, await breakdownsFrom());
       });
     },
 
@@ -905,7 +1023,8 @@ const PARTITIONED = ['watchtower_events', 'watchtower_rollup_sessions', 'watchto
  * CONCURRENTLY, which does not block inserts into the other partitions (a plain DROP would lock
  * the parent table until every running insert finished, and make new ones wait behind it), then
  * dropped. Several instances may do this at once: one that finds a partition gone already, or
- * being detached by another, leaves it to that one. Resolves to the number of days dropped.
+ * being detached by another, leaves it to that one. Then deletes the days' blocks of events.
+ * Resolves to the number of days dropped.
  */
 export async function dropDaysBefore(sql: postgres.Sql, cutoff: number): Promise<number> {
   const days = (await sql<{ day: number }[]>`
@@ -929,6 +1048,8 @@ export async function dropDaysBefore(sql: postgres.Sql, cutoff: number): Promise
       if ((err as { code?: string }).code !== '55P03' && (err as { code?: string }).code !== '40P01') throw err;
     }
   }
+  // The blocks the closed days' rows were moved into (one row per thousand events of an owner).
+  await sql`delete from watchtower_event_blocks where day < ${cutoff}::integer`;
   return dropped;
 }
 
@@ -992,7 +1113,7 @@ function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, 
  * never a transaction (see guard).
  */
 async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, user: string, scope: string, project: string | null,
-  userDays: readonly EventDay[], newest: NewestOf, breakdownsFrom: number): Promise<Stats> {
+  userDays: readonly EventDay[], newest: NewestOf, read: OwnerRead, breakdownsFrom: number): Promise<Stats> {
   const { now, range: r } = plan;
   const [h0, h1] = plan.fullHours;
   // Breakdowns with a range that starts where every event has their counters (see migration 5);
@@ -1008,6 +1129,11 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const iso = (ms: number) => new Date(ms).toISOString();
   const anyOf = (spans: [number, number][], span: (a: number, b: number) => postgres.PendingQuery<postgres.Row[]>) =>
     spans.length === 0 ? sql`false` : spans.length === 1 ? span(...spans[0]) : sql`(${span(...spans[0])} or ${span(...spans[1])})`;
+  const received = (a: number, b: number) => sql`(received_at >= ${iso(a)}::timestamptz and received_at < ${iso(b)}::timestamptz)`;
+  // Blocks with events received in [a, b): their days, for the blocks' index, and their receive times.
+  const reaching = (a: number, b: number) => sql`(b.day >= ${Math.floor(a / DAY_MS)} and b.day <= ${Math.floor((b - 1) / DAY_MS)}
+    and b.first_received < ${iso(b)}::timestamptz and b.last_received >= ${iso(a)}::timestamptz)`;
+  const active = sql`received_at >= ${iso(now - ACTIVE_WINDOW_MS)}::timestamptz and received_at <= ${iso(now)}::timestamptz`;
   const cut = cutBucketHours(plan);
   // Counter rows of the whole hours: only the days that may still have some of this user's
   // (watchtower_event_days.counters; the others are compacted whole), as spans of whole days,
@@ -1046,7 +1172,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
    * hold its points (readByDays reads more if not).
    */
   const windowEvents = days.reduce((n, d) => n + d.events, 0);
-  const pointsOf = (counts: ReadonlyMap<string, number>) => readByDays(days, 'desc', LATENCY_POINTS, [...counts.keys()], async (d0, d1, keys) => {
+  const pointsOf = (counts: ReadonlyMap<string, number>) => read<PointRow>(user, days, 'desc', LATENCY_POINTS, [...counts.keys()], async (d0, d1, keys) => {
     // One row per route, its points as one JSON array: 20 routes' 100 points would otherwise be
     // 2,000 rows for the driver to decode one by one.
     const rows = await sql<{ route: string; points: [string, number, string, number | null][] }[]>`
@@ -1061,6 +1187,19 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
       from unnest(${pgArray(keys)}::text[]) as r(route)`;
     const byRoute = new Map<string, PointRow[]>();
     for (const { route, points } of rows) byRoute.set(route, points.map(([seq, duration, ts, ttfb]) => ({ seq, duration, ts, ttfb })));
+    return byRoute;
+  }, async (chosen, keys) => {
+    // The blocks' points of every route asked for, newest first, kept up to LATENCY_POINTS a route.
+    const rows = await sql<{ route: string; seq: string; duration: number; ts: string; ttfb: number | null }[]>`
+      select route_key as route, seq, duration, ts, ttfb from ${blockPoints(sql)}
+      where ${chosen} and route_key = any(${pgArray(keys)}::text[]) and duration is not null ${ofProject} ${inRange}
+      order by seq desc`;
+    const byRoute = new Map<string, PointRow[]>();
+    for (const { route, ...point } of rows) {
+      let list = byRoute.get(route);
+      if (!list) byRoute.set(route, (list = []));
+      if (list.length < LATENCY_POINTS) list.push(point);
+    }
     return byRoute;
   }, Math.max(LATENCY_POINTS * 2, Math.ceil((LATENCY_POINTS * 1.25 * windowEvents) / Math.min(...counts.values()))));
   // The routes of the compacted days this instance holds for the range (counted over whole days):
@@ -1107,13 +1246,21 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
          where ${breakdowns && h0 < h1}::boolean and user_id = ${user} and scope = ${scope} ${hours(h0, h1)}
          group by kind, key) t) as breakdown_sessions,
       -- The stored texts as one JSON array, which the instance parses at once.
-      (select coalesce('[' || string_agg(event, ',' order by seq) || ']', '[]')
-         from watchtower_events
-         where user_id = ${user} ${ofProject}
-           and ${anyOf(plan.rawSpans, (a, b) => sql`(received_at >= ${iso(a)}::timestamptz and received_at < ${iso(b)}::timestamptz)`)}) as edges,
-      (select count(distinct session_id)::int from watchtower_events
-         where user_id = ${user} ${ofProject} ${inRange} and session_id is not null
-           and received_at >= ${iso(now - ACTIVE_WINDOW_MS)}::timestamptz and received_at <= ${iso(now)}::timestamptz) as active`;
+      -- The rows of those hours, and those of blocks (closed days) that reach into them.
+      (select coalesce('[' || string_agg(event, ',' order by seq) || ']', '[]') from (
+         select seq, event from watchtower_events
+         where user_id = ${user} ${ofProject} and ${anyOf(plan.rawSpans, received)}
+         union all
+         select seq, event from ${blockEvents(sql)}
+         where b.user_id = ${user} ${ofProject} and ${anyOf(plan.rawSpans, reaching)} and ${anyOf(plan.rawSpans, received)}) e) as edges,
+      -- Blocks only for a "now" in a closed day (a past now, as tests and benchmarks ask).
+      (select count(distinct session_id)::int from (
+         select session_id from watchtower_events
+         where user_id = ${user} ${ofProject} ${inRange} and ${active}
+         union all
+         select session_id from ${blockSessions(sql)}
+         where b.user_id = ${user} ${ofProject} ${inRange} and ${reaching(now - ACTIVE_WINDOW_MS, now + 1)} and ${active}) s
+       where session_id is not null) as active`;
 
   // Counters summed per bucket (types: the bucket's parts) or over the whole hours (the rest).
   const byBucket = new Map<number, Counter[]>();
