@@ -130,16 +130,13 @@ const timeRuns = async (fn: () => Promise<unknown>, runs = RUNS): Promise<number
 interface Reads { statsAll: number[]; stats30: number[]; newest: number[]; back60: number[] }
 
 /** /api/stats and GET /api/events through the handler, in process (no sockets). */
-async function reads(store: Store, sql: postgres.Sql, seqTable: string, runs = RUNS): Promise<Reads> {
+async function reads(store: Store, back: string, runs = RUNS): Promise<Reads> {
   const handler = createHandler({ store, log: () => {} });
   const get = async (path: string) => {
     const res = await handler(new Request('http://bench.test' + path, { headers: { 'x-idp-user-id': HEAVY } }));
     if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
     return res.json();
   };
-  const [{ seq }] = await sql<{ seq: string }[]>`select max(seq) as seq from ${sql(seqTable)}
-    where user_id = ${HEAVY} and received_at < ${new Date(now - 60 * DAY).toISOString()}::timestamptz`;
-  const back = encodeCursor(Number(seq) + 1);
   const page = (await get(`/api/events?limit=50&before=${back}`)) as { events: StoredEvent[] };
   if (page.events.length !== 50) throw new Error('no page 60 days back');
   return {
@@ -151,7 +148,7 @@ async function reads(store: Store, sql: postgres.Sql, seqTable: string, runs = R
 }
 
 /** The store's tables. */
-const TABLES = ['watchtower_events', 'watchtower_event_ids', 'watchtower_rollups', 'watchtower_rollup_sessions', 'watchtower_day_sessions',
+const TABLES = ['watchtower_events', 'watchtower_event_blocks', 'watchtower_event_ids', 'watchtower_rollups', 'watchtower_rollup_sessions', 'watchtower_day_sessions',
   'watchtower_breakdown_sessions', 'watchtower_rollup_days'];
 
 /** Table + index bytes of the tables (and their partitions) per event, of those tables that exist. */
@@ -207,8 +204,9 @@ async function ingestWhileDropping(db: TestDatabase, sql: postgres.Sql, body: st
     const [{ day }] = await sql<{ day: number }[]>`select min(substr(inhrelid::regclass::text, 20)::int) as day from pg_inherits
       where inhparent = 'watchtower_events'::regclass`;
     // The two oldest days: the first is cut by the span's start, the second is a whole one.
-    const [{ n: dayEvents }] = await sql<{ n: number }[]>`select count(*)::int as n from watchtower_events
-      where received_at < ${new Date((day + 2) * DAY).toISOString()}::timestamptz`;
+    // Counted by day: their rows are blocks once compacted.
+    const [{ n: dayEvents }] = await sql<{ n: number }[]>`select coalesce(sum(events), 0)::float8 as n from watchtower_event_days
+      where day < ${day + 2}`;
     const latencies: number[] = [];
     let dropMs = 0;
     const t0 = performance.now();
@@ -262,12 +260,16 @@ try {
   const loadSeconds = await loadV2(sql, TOTAL);
   await sql`vacuum analyze`;
   const [{ heavy }] = await sql<{ heavy: number }[]>`select count(*)::int as heavy from watchtower_events where user_id = ${HEAVY}`;
+  // A page 60 days back: before the heavy user's first event after that (seqs stay through the migration).
+  const [{ seq }] = await sql<{ seq: string }[]>`select max(seq) as seq from watchtower_events
+    where user_id = ${HEAVY} and received_at < ${new Date(now - 60 * DAY).toISOString()}::timestamptz`;
+  const back = encodeCursor(Number(seq) + 1);
   console.log(`  loaded in ${loadSeconds.toFixed(0)} s; baseline: the store at ${BASELINE_COMMIT}`);
   const { openPostgresStore: openOld } = (await import(`${baseDir}/lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore };
   // Its statistics of a 30-day range read every event of the range: give them time.
   const old = await openOld({ url: db.url, operationTimeoutMs: 900_000 });
   // After it opened the database: a baseline with rollups migrates it to its own schema first.
-  const baseBytes = Object.values(await bytesPerEvent(sql, TOTAL)).reduce((a, b) => a + b, 0);  const baseReads = await reads(old, sql, 'watchtower_events', 1);
+  const baseBytes = Object.values(await bytesPerEvent(sql, TOTAL)).reduce((a, b) => a + b, 0);  const baseReads = await reads(old, back, 1);
   await old.close();
   console.log(`  baseline stats p50 ${f1(median(baseReads.statsAll))} ms (all), ${f1(median(baseReads.stats30))} ms (30 days)`);
   const baseIngest = await ingest(db, bodyFile, baseDir);
@@ -285,10 +287,10 @@ try {
   t0 = performance.now();
   await sql`vacuum analyze`;
   console.log(`  migrated in ${migrateSeconds.toFixed(0)} s; vacuum analyze ${((performance.now() - t0) / 1000).toFixed(0)} s`);
-  const [{ events }] = await sql<{ events: number }[]>`select count(*)::int as events from watchtower_events`;
+  const [{ events }] = await sql<{ events: number }[]>`select sum(events)::float8 as events from watchtower_event_days`;
   const bytes = await bytesPerEvent(sql, events);
   const totalBytes = Object.values(bytes).reduce((a, b) => a + b, 0);
-  const r = await reads(store, sql, 'watchtower_events');
+  const r = await reads(store, back);
   await store.close();
   console.log(`  stats p50 ${f1(median(r.statsAll))} ms (all), ${f1(median(r.stats30))} ms (30 days); pages ${f1(median(r.newest))} / ${f1(median(r.back60))} ms`);
   const ingested = await ingest(db, bodyFile);
