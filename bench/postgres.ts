@@ -147,6 +147,16 @@ async function reads(store: Store, back: string, runs = RUNS): Promise<Reads> {
   };
 }
 
+/** Resolves once no other session of the database has run a statement for a second. */
+async function idle(sql: postgres.Sql) {
+  for (let quiet = 0; quiet < 5;) {
+    const [{ busy }] = await sql<{ busy: number }[]>`select count(*)::int as busy from pg_stat_activity
+      where datname = current_database() and pid <> pg_backend_pid() and state = 'active'`;
+    quiet = busy ? 0 : quiet + 1;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** The store's tables. */
 const TABLES = ['watchtower_events', 'watchtower_event_blocks', 'watchtower_event_ids', 'watchtower_rollups', 'watchtower_rollup_sessions', 'watchtower_day_sessions',
   'watchtower_breakdown_sessions', 'watchtower_rollup_days'];
@@ -283,6 +293,11 @@ try {
   t0 = performance.now();
   await compactClosedDays(sql, Date.now());
   const compactSeconds = (performance.now() - t0) / 1000;
+  // The store's pass may still be moving or packing a day, and a VACUUM frees nothing that another
+  // statement's snapshot can still see: once it is done, a second pass (as the next hourly one
+  // would) packs what the first could not.
+  await idle(sql);
+  await compactClosedDays(sql, Date.now());
   console.log(`  compacted the closed days' rollups in ${compactSeconds.toFixed(0)} s`);
   t0 = performance.now();
   await sql`vacuum analyze`;

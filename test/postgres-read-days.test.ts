@@ -69,7 +69,7 @@ test('readEvents answers what a read of every event answers, with some days\' ro
   // only days of blocks newer than them (older, ascending) can still change an answer.
   await fc.assert(fc.asyncProperty(rowsOf(40), fc.constantFrom<'asc' | 'desc'>('asc', 'desc'), fc.integer({ min: 1, max: 12 }),
     fc.integer({ min: 0, max: 320 }), fc.integer({ min: 1, max: 12 }), fc.array(fc.boolean(), { minLength: 30, maxLength: 30 }),
-    fc.constantFrom(['a'], ['a', 'b', 'c']), async (rows, order, want, cursor, blockSize, bits, keys) => {
+    fc.constantFrom<string[]>(['a'], ['a', 'b', 'c']), async (rows, order, want, cursor, blockSize, bits, keys) => {
       // A day is moved (its rows as they were then, in blocks of blockSize by seq) if its bit is
       // set; a moved day's last row stays a row when the next bit is set too (inserted late).
       const moved = (day: number) => bits[day % 30];

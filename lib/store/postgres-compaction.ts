@@ -198,14 +198,16 @@ export async function compactClosedDays(sql: postgres.Sql, now: number, stop = (
     if (stop()) break;
     if ((await blockDay(sql, day)) > 0) await packEvents(sql, day);
   }
-  // Days whose rows are all blocks but whose partition still has pages: VACUUM cuts the emptied
-  // pages off only if it gets the table to itself for a moment, and reads may have held it then.
+  // Days whose rows are all blocks but whose partition still has pages. VACUUM frees a deleted row
+  // only once no running statement's snapshot can still see it (another instance's compaction,
+  // a long export), and cuts the emptied pages off only if it gets the table to itself for a
+  // moment: what it could not do after the move is done by a later pass, indexes rebuilt again.
   const uncut = await sql<{ day: number }[]>`
     select day from (select day from watchtower_event_days where day < ${before} group by day having sum(events) = sum(moved)) d
     where coalesce(pg_relation_size(to_regclass('watchtower_events_p' || day)), 0) > 0`;
   for (const { day } of uncut) {
     if (stop()) break;
-    await sql.unsafe(`vacuum ${partitionOf(day)}`).catch(gone);
+    await packEvents(sql, day);
   }
   return compacted;
 }
@@ -261,14 +263,33 @@ export async function blockDay(sql: postgres.Sql, day: number): Promise<number> 
 
 /**
  * Gives back a closed day's partition's space once its rows are blocks, by the instance that moved
- * them (so about once per day): VACUUM frees the dead rows and cuts the emptied pages off the
- * table's end, and the indexes, which VACUUM leaves their size, are rebuilt, CONCURRENTLY so that
- * the day's inserts and reads go on meanwhile. Rows inserted late are packed too. A partition
- * dropped meanwhile is left alone.
+ * them, or by a later pass if that could not (see compactClosedDays): VACUUM frees the dead rows
+ * and cuts the emptied pages off the table's end, and the indexes, which VACUUM leaves their size,
+ * are rebuilt, CONCURRENTLY so that the day's inserts and reads go on meanwhile. Rows inserted
+ * late are packed too.
+ *
+ * Two rebuilds of one table at once deadlock, and an interrupted REINDEX CONCURRENTLY leaves an
+ * invalid copy of each index behind, which every insert into the day would keep up to date. So a
+ * partition that another session is vacuuming or indexing is left to it, such copies are dropped
+ * first, and a rebuild that fails on a lock (another instance got there in the same instant)
+ * leaves the day to a later pass. A partition dropped meanwhile is left alone.
  */
 export async function packEvents(sql: postgres.Sql, day: number): Promise<void> {
-  await sql.unsafe(`vacuum ${partitionOf(day)}`).catch(gone);
-  await sql.unsafe(`reindex table concurrently ${partitionOf(day)}`).catch(gone);
+  const partition = partitionOf(day);
+  const [{ busy, invalid }] = await sql<{ busy: boolean; invalid: string[] | null }[]>`
+    select exists (select 1 from pg_stat_progress_vacuum v join pg_class c on c.oid = v.relid where c.relname = ${partition})
+        or exists (select 1 from pg_stat_progress_create_index i join pg_class c on c.oid = i.relid where c.relname = ${partition}) as busy,
+           (select array_agg(x.relname::text) from pg_index ix join pg_class t on t.oid = ix.indrelid join pg_class x on x.oid = ix.indexrelid
+            where t.relname = ${partition} and not ix.indisvalid) as invalid`;
+  if (busy) return;
+  const later = (err: { code?: string }) => {
+    // 40P01 deadlock, 55P03 lock not available: another instance is packing the same day.
+    if (err.code !== '40P01' && err.code !== '55P03') gone(err);
+  };
+  // Index names from the catalog, quoted as identifiers.
+  for (const index of invalid ?? []) await sql.unsafe(`drop index concurrently if exists "${index.replaceAll('"', '""')}"`).catch(later);
+  await sql.unsafe(`vacuum ${partition}`).catch(later);
+  await sql.unsafe(`reindex table concurrently ${partition}`).catch(later);
 }
 
 // --- Reading ------------------------------------------------------------------------------------
