@@ -298,13 +298,21 @@ try {
   // would) packs what the first could not.
   await idle(sql);
   await compactClosedDays(sql, Date.now());
-  console.log(`  compacted the closed days' rollups in ${compactSeconds.toFixed(0)} s`);
+  console.log(`  compacted the closed days (rollups, blocks) in ${compactSeconds.toFixed(0)} s`);
   t0 = performance.now();
   await sql`vacuum analyze`;
   console.log(`  migrated in ${migrateSeconds.toFixed(0)} s; vacuum analyze ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   const [{ events }] = await sql<{ events: number }[]>`select sum(events)::float8 as events from watchtower_event_days`;
   const bytes = await bytesPerEvent(sql, events);
   const totalBytes = Object.values(bytes).reduce((a, b) => a + b, 0);
+  // Today's events are rows until the day closes, and today holds the events the baseline's ingest
+  // wrote besides the loaded ones: the bytes of the other days, per event of theirs, are what a
+  // database of many days costs.
+  const today = Math.floor(Date.now() / DAY);
+  const [open] = await sql<{ bytes: number; events: number }[]>`
+    select coalesce(pg_total_relation_size(to_regclass(${'watchtower_events_p' + today})), 0)::float8 as bytes,
+           (select coalesce(sum(events), 0) from watchtower_event_days where day >= ${today})::float8 as events`;
+  const closedBytes = (totalBytes * events - open.bytes) / (events - open.events);
   const r = await reads(store, back);
   await store.close();
   console.log(`  stats p50 ${f1(median(r.statsAll))} ms (all), ${f1(median(r.stats30))} ms (30 days); pages ${f1(median(r.newest))} / ${f1(median(r.back60))} ms`);
@@ -329,7 +337,7 @@ try {
 
 \`npm run bench:postgres\` (BENCH_EVENTS=${TOTAL}). ${machine()}. PostgreSQL 15 on the same two cores, default settings (synchronous commit); other work was running on the machine at the same time, so absolute figures are pessimistic: compare the columns.
 
-${int(TOTAL)} events received over ${DAYS} days by 5 users, ${int(heavy)} of them one user's (11 types, 20 routes, sessions of ~30 events, a quarter with a project key). Load: \`COPY\` into the previous schema (version 2: one plain table, statistics computed from raw rows), then its indexes (${loadSeconds.toFixed(0)} s). The baseline column is the previous store's code (commit ${BASELINE_COMMIT}) on that database. Then this store opened it and migrated it (every event copied into daily partitions and rolled up, in one transaction: ${migrateSeconds.toFixed(0)} s), its closed days' rollups compacted (${compactSeconds.toFixed(0)} s), followed by \`VACUUM ANALYZE\`. Reads go through the handler in process (no sockets), ${RUNS} runs after a warm-up (the baseline: one, its statistics take seconds); ingest is wrk against one \`server.ts\` (1 thread, ${CONNECTIONS} connections, ${SECONDS} s after a warm-up, batches of 20 owned by one user, so rolled up) into the loaded database.
+${int(TOTAL)} events received over ${DAYS} days by 5 users, ${int(heavy)} of them one user's (11 types, 20 routes, sessions of ~30 events, a quarter with a project key). Load: \`COPY\` into the previous schema (version 2: one plain table, statistics computed from raw rows), then its indexes (${loadSeconds.toFixed(0)} s). The baseline column is the previous store's code (commit ${BASELINE_COMMIT}) on that database. Then this store opened it and migrated it (every event copied into daily partitions and rolled up, in one transaction: ${migrateSeconds.toFixed(0)} s), its closed days compacted (rollups merged, events moved into blocks, partitions vacuumed and reindexed: ${compactSeconds.toFixed(0)} s), followed by \`VACUUM ANALYZE\`. Reads go through the handler in process (no sockets), ${RUNS} runs after a warm-up (the baseline: one, its statistics take seconds); ingest is wrk against one \`server.ts\` (1 thread, ${CONNECTIONS} connections, ${SECONDS} s after a warm-up, batches of 20 owned by one user, so rolled up) into the loaded database.
 
 | measure | this store | baseline (previous store, same data) | target |
 |---|---|---|---|
@@ -341,7 +349,7 @@ ${row('ingest, batches of 20, one instance, events/s', `${int(ingested.rps * 20)
 ${row('ingest p99 while retention drops days', `${f1(drop.p99)} ms, median of ${DROP_ROUNDS} rounds (${p99s(drops)}; p50 ${f1(drop.p50)}; dropping the two oldest days, ${int(drop.dayEvents)} events in the first round, took ${drop.dropMs.toFixed(0)} ms); the same load with nothing dropped, alternating with them: p99 ${f1(control.p99)} (${p99s(controls)}), p50 ${f1(control.p50)}`, '— (retention was a DELETE)', '< 100 ms')}
 ${row('table + index bytes per event', `${int(totalBytes)} B`, `${int(baseBytes)} B`, '< 400 B')}
 
-Bytes per event by table: ${Object.entries(bytes).map(([t, b]) => `${t} ${int(b)} B`).join(', ')}.`;
+Bytes per event by table: ${Object.entries(bytes).map(([t, b]) => `${t} ${int(b)} B`).join(', ')}. Today's events (${int(open.events)}, ${f1((100 * open.events) / events)}% of them: the baseline's ingest wrote into today) are rows until the day closes; without today's events partition and its events (today's ids and rollups still counted), the database holds ${int(closedBytes)} B per event.`;
   console.log(section);
 } finally {
   await sql.end({ timeout: 2 });

@@ -270,14 +270,16 @@ export async function blockDay(sql: postgres.Sql, day: number): Promise<number> 
  *
  * Two rebuilds of one table at once deadlock, and an interrupted REINDEX CONCURRENTLY leaves an
  * invalid copy of each index behind, which every insert into the day would keep up to date. So a
- * partition that another session is vacuuming or indexing is left to it, such copies are dropped
+ * partition that another instance is vacuuming or indexing is left to it (autovacuum, which
+ * rebuilds no index, gives way to this VACUUM), such copies are dropped
  * first, and a rebuild that fails on a lock (another instance got there in the same instant)
  * leaves the day to a later pass. A partition dropped meanwhile is left alone.
  */
 export async function packEvents(sql: postgres.Sql, day: number): Promise<void> {
   const partition = partitionOf(day);
   const [{ busy, invalid }] = await sql<{ busy: boolean; invalid: string[] | null }[]>`
-    select exists (select 1 from pg_stat_progress_vacuum v join pg_class c on c.oid = v.relid where c.relname = ${partition})
+    select exists (select 1 from pg_stat_progress_vacuum v join pg_class c on c.oid = v.relid
+                   join pg_stat_activity a on a.pid = v.pid where c.relname = ${partition} and a.backend_type = 'client backend')
         or exists (select 1 from pg_stat_progress_create_index i join pg_class c on c.oid = i.relid where c.relname = ${partition}) as busy,
            (select array_agg(x.relname::text) from pg_index ix join pg_class t on t.oid = ix.indrelid join pg_class x on x.oid = ix.indexrelid
             where t.relname = ${partition} and not ix.indisvalid) as invalid`;
