@@ -90,7 +90,7 @@ test('readEvents answers what a read of every event answers, with some days\' ro
       const asRows = rows.filter((r) => !inBlock(r));
       const got = await readEvents(days, order, want, keys, {
         rows: reader(asRows, order, want, cursor, []),
-        blocksOf: async (of) => blocks.filter((b) => of.some((d) => d.day === b.day)),
+        blocksOf: async (d0, d1) => blocks.filter((b) => b.day >= d0 && b.day <= d1),
         blocks: async (chosen, keys) => {
           const held = chosen.flatMap((b) => (b as (typeof blocks)[number]).rows);
           return reader(held, order, want, cursor, [])(-Infinity, Infinity, keys);

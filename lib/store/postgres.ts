@@ -347,18 +347,19 @@ export function readByDays<R extends { seq: string }>(
   }, target);
 }
 
-/** How readEvents reads one owner's events: rows of days, blocks of days, and the blocks a day holds. */
+/** How readEvents reads one owner's events: rows of days, the blocks of days, and rows of blocks. */
 export interface EventReads<R> {
   rows: (d0: number, d1: number, keys: string[]) => Promise<Map<string, R[]>>;
-  blocksOf: (days: EventDay[]) => Promise<EventBlock[]>;
+  blocksOf: (d0: number, d1: number) => Promise<EventBlock[]>;
   blocks: (chosen: EventBlock[], keys: string[]) => Promise<Map<string, R[]>>;
 }
 
 /**
  * readByDays over the events of `days` wherever they are: the rows of their partitions, and the
  * blocks a compaction moved the closed days' rows into. The rows are read first (the newest days,
- * which pages and statistics mostly want, are rows); blocks are read only of days that could hold
- * a row of an answer the rows left open, block by block, and the two answers are merged.
+ * which pages and statistics mostly want, are rows); blocks only of days that could hold a row of
+ * an answer the rows left open, by days as rows are (the fewest days that can hold the answer),
+ * and within those days block by block; the two answers are merged.
  */
 export async function readEvents<R extends { seq: string }>(
   days: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[], reads: EventReads<R>, target = want * 2,
@@ -373,11 +374,12 @@ export async function readEvents<R extends { seq: string }>(
   });
   const blockDays = days.filter((d) => (d.moved ?? 0) > 0 && open(d));
   if (!blockDays.length) return rows;
-  const blocks = await reads.blocksOf(blockDays);
-  const fromBlocks = await readByUnits(blocks, order, want, keys, reads.blocks, (chosen) => {
-    const read = new Set(chosen);
-    return (b) => read.has(b);
-  }, target);
+  const movedDays = blockDays.map((d) => ({ ...d, events: d.moved ?? 0 }));
+  const fromBlocks = await readByDays(movedDays, order, want, keys, async (d0, d1, keys) =>
+    readByUnits(await reads.blocksOf(d0, d1), order, want, keys, reads.blocks, (chosen) => {
+      const read = new Set(chosen);
+      return (b) => read.has(b);
+    }, target), target);
   const bySeq = order === 'desc' ? (a: R, b: R) => Number(b.seq) - Number(a.seq) : (a: R, b: R) => Number(a.seq) - Number(b.seq);
   for (const key of keys) {
     rows.set(key, [...(rows.get(key) ?? []), ...(fromBlocks.get(key) ?? [])].sort(bySeq).slice(0, want));
@@ -801,9 +803,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
    * with the days as they now are if it changed (a day is moved once, so once is enough).
    */
   const readOwner: OwnerRead = async (userId, days, order, want, keys, rows, blocks, target) => {
-    const blocksOf = async (of: EventDay[]) => sql<EventBlock[]>`
+    const blocksOf = async (d0: number, d1: number) => sql<EventBlock[]>`
       select day, first_seq::float8 as first, last_seq::float8 as last, events from watchtower_event_blocks
-      where user_id = ${col(userId)} and day = any(${pgArray(of.map((d) => d.day))}::int4[])`;
+      where user_id = ${col(userId)} and day >= ${d0} and day <= ${d1}`;
     const chosen = (of: EventBlock[]) =>
       sql`b.user_id = ${col(userId)} and b.day = any(${pgArray(of.map((b) => b.day))}::int4[]) and b.first_seq = any(${pgArray(of.map((b) => b.first))}::int8[])`;
     const reads = { rows, blocksOf, blocks: (of: EventBlock[], keys: string[]) => blocks(chosen(of), keys) };
