@@ -309,10 +309,19 @@ try {
   // wrote besides the loaded ones: the bytes of the other days, per event of theirs, are what a
   // database of many days costs.
   const today = Math.floor(Date.now() / DAY);
-  const [open] = await sql<{ bytes: number; events: number }[]>`
+  const [open] = await sql<{ bytes: number; events: number; closed: number; unpacked: number }[]>`
     select coalesce(pg_total_relation_size(to_regclass(${'watchtower_events_p' + today})), 0)::float8 as bytes,
-           (select coalesce(sum(events), 0) from watchtower_event_days where day >= ${today})::float8 as events`;
-  const closedBytes = (totalBytes * events - open.bytes) / (events - open.events);
+           (select coalesce(sum(events), 0) from watchtower_event_days where day >= ${today})::float8 as events,
+           (select coalesce(sum(pg_total_relation_size(inhrelid)), 0) from pg_inherits
+             where inhparent = 'watchtower_events'::regclass and inhrelid::regclass::text < ${'watchtower_events_p' + today})::float8 as closed,
+           (select count(*) from pg_inherits where inhparent = 'watchtower_events'::regclass
+             and inhrelid::regclass::text < ${'watchtower_events_p' + today} and pg_relation_size(inhrelid) > 0)::int as unpacked`;
+  // Today's share of the rest: its partitions of the rollup tables, and its events' ids.
+  const [{ todayRollups }] = await sql<{ todayRollups: number }[]>`
+    select coalesce(sum(pg_total_relation_size(to_regclass(t || ${'_p' + today}))), 0)::float8 as "todayRollups"
+    from unnest(${['watchtower_rollups', 'watchtower_rollup_sessions', 'watchtower_day_sessions', 'watchtower_breakdown_sessions']}::text[]) as t`;
+  const todayBytes = open.bytes + todayRollups + (bytes.watchtower_event_ids ?? 0) * open.events;
+  const closedBytes = (totalBytes * events - todayBytes) / (events - open.events);
   const r = await reads(store, back);
   await store.close();
   console.log(`  stats p50 ${f1(median(r.statsAll))} ms (all), ${f1(median(r.stats30))} ms (30 days); pages ${f1(median(r.newest))} / ${f1(median(r.back60))} ms`);
@@ -349,7 +358,7 @@ ${row('ingest, batches of 20, one instance, events/s', `${int(ingested.rps * 20)
 ${row('ingest p99 while retention drops days', `${f1(drop.p99)} ms, median of ${DROP_ROUNDS} rounds (${p99s(drops)}; p50 ${f1(drop.p50)}; dropping the two oldest days, ${int(drop.dayEvents)} events in the first round, took ${drop.dropMs.toFixed(0)} ms); the same load with nothing dropped, alternating with them: p99 ${f1(control.p99)} (${p99s(controls)}), p50 ${f1(control.p50)}`, '— (retention was a DELETE)', '< 100 ms')}
 ${row('table + index bytes per event', `${int(totalBytes)} B`, `${int(baseBytes)} B`, '< 400 B')}
 
-Bytes per event by table: ${Object.entries(bytes).map(([t, b]) => `${t} ${int(b)} B`).join(', ')}. Today's events (${int(open.events)}, ${f1((100 * open.events) / events)}% of them: the baseline's ingest wrote into today) are rows until the day closes; without today's events partition and its events (today's ids and rollups still counted), the database holds ${int(closedBytes)} B per event.`;
+Bytes per event by table: ${Object.entries(bytes).map(([t, b]) => `${t} ${int(b)} B`).join(', ')}. Today's events (${int(open.events)}, ${f1((100 * open.events) / events)}% of them: the baseline's ingest wrote into today) are rows until the day closes; the other days (the tables' bytes but today's partitions and today's events' share of the ids) hold ${int(closedBytes)} B per event of theirs. The closed days' partitions of watchtower_events (emptied into blocks) hold ${int(open.closed / (events - open.events))} B per event of theirs; ${open.unpacked} of them still had rows or pages.`;
   console.log(section);
 } finally {
   await sql.end({ timeout: 2 });

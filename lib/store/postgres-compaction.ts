@@ -198,19 +198,25 @@ export async function compactClosedDays(sql: postgres.Sql, now: number, stop = (
     if (stop()) break;
     if ((await blockDay(sql, day)) > 0) await packEvents(sql, day);
   }
-  // Days whose rows are all blocks but whose partition still has pages. VACUUM frees a deleted row
-  // only once no running statement's snapshot can still see it (another instance's compaction,
-  // a long export), and cuts the emptied pages off only if it gets the table to itself for a
-  // moment: what it could not do after the move is done by a later pass, indexes rebuilt again.
+  // Days whose rows are all blocks but whose partition still has pages, or indexes larger than
+  // empty ones (five indexes rebuilt empty take 80 KB). VACUUM frees a deleted row only once no
+  // running statement's snapshot can still see it (another instance's compaction, a long export),
+  // and cuts the emptied pages off only if it gets the table to itself for a moment; the rebuild
+  // after it then copies the rows it could not free, and a later VACUUM (autovacuum's) empties
+  // the table but leaves the indexes their size. A later pass packs such a day again.
   const uncut = await sql<{ day: number }[]>`
     select day from (select day from watchtower_event_days where day < ${before} group by day having sum(events) = sum(moved)) d
-    where coalesce(pg_relation_size(to_regclass('watchtower_events_p' || day)), 0) > 0`;
+    where coalesce(pg_relation_size(to_regclass('watchtower_events_p' || day)), 0) > 0
+       or coalesce(pg_indexes_size(to_regclass('watchtower_events_p' || day)), 0) > ${PACKED_INDEX_BYTES}`;
   for (const { day } of uncut) {
     if (stop()) break;
     await packEvents(sql, day);
   }
   return compacted;
 }
+
+/** Above this, the indexes of an emptied events partition hold pages a rebuild would give back. */
+const PACKED_INDEX_BYTES = 128 * 1024;
 
 /** The events partition of a day: an identifier built from an integer, nothing from a client. */
 const partitionOf = (day: number) => `watchtower_events_p${Math.trunc(day)}`;
