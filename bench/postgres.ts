@@ -19,7 +19,7 @@ import { createHandler } from '../lib/handler.ts';
 import { encodeCursor } from '../lib/store/cursor.ts';
 import { feedbackRating, pageloadDuration, routeKey } from '../lib/stats.ts';
 import { MIGRATIONS } from '../lib/store/postgres-migrations.ts';
-import { dropDaysBefore, migrationScript, openPostgresStore } from '../lib/store/postgres.ts';
+import { dropDaysBefore, migrationScript, openPostgresStore, pgArray } from '../lib/store/postgres.ts';
 import { compactClosedDays } from '../lib/store/postgres-compaction.ts';
 import type { Store } from '../lib/store/types.ts';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
@@ -319,7 +319,7 @@ try {
   // Today's share of the rest: its partitions of the rollup tables, and its events' ids.
   const [{ todayRollups }] = await sql<{ todayRollups: number }[]>`
     select coalesce(sum(pg_total_relation_size(to_regclass(t || ${'_p' + today}))), 0)::float8 as "todayRollups"
-    from unnest(${['watchtower_rollups', 'watchtower_rollup_sessions', 'watchtower_day_sessions', 'watchtower_breakdown_sessions']}::text[]) as t`;
+    from unnest(${pgArray(['watchtower_rollups', 'watchtower_rollup_sessions', 'watchtower_day_sessions', 'watchtower_breakdown_sessions'])}::text[]) as t`;
   const todayBytes = open.bytes + todayRollups + (bytes.watchtower_event_ids ?? 0) * open.events;
   const closedBytes = (totalBytes * events - todayBytes) / (events - open.events);
   const r = await reads(store, back);

@@ -800,9 +800,24 @@ async function register() {
         select pg_relation_size(${bloated}::regclass)::float8 as heap, pg_indexes_size(${bloated}::regclass)::float8 as indexes`)[0]);
       const bloatedState = await state();
       assert.ok(bloatedState.heap === 0 && bloatedState.indexes > 128 * 1024, `emptied, indexes kept: ${JSON.stringify(bloatedState)}`);
+      // And one whose last rows were freed leaving dead line pointers on under 2% of its pages,
+      // which a plain VACUUM leaves (and so cannot cut the table).
+      const pointers = `watchtower_events_p${today - 2}`;
+      await own.query(async (sql) => {
+        await sql.unsafe(`
+          insert into ${pointers} (user_id, type, received_at, event)
+            select 'dead-' || i, 'click', '${new Date((today - 2) * 86_400_000).toISOString()}', repeat('x', 400) from generate_series(1, 20000) i;
+          delete from ${pointers} where user_id like 'dead-%' and substr(user_id, 6)::int <= 19900;`).simple();
+        await sql.unsafe(`vacuum ${pointers}`);
+        await sql.unsafe(`delete from ${pointers} where user_id like 'dead-%'`);
+        await sql.unsafe(`vacuum (index_cleanup off) ${pointers}`);
+      });
+      const pages = () => own.query(async (sql) => (await sql<{ heap: number }[]>`select pg_relation_size(${pointers}::regclass)::float8 as heap`)[0].heap);
+      assert.ok((await pages()) > 0, 'pages left');
       await own.query((sql) => compactClosedDays(sql, now));
       const repacked = await state();
       assert.ok(repacked.heap === 0 && repacked.indexes <= 96 * 1024, `packed again: ${JSON.stringify(repacked)}`);
+      assert.is(await pages(), 0, 'the table with dead line pointers cut to nothing');
 
       // Retention: the days' blocks go with their partitions; what is left reads the same.
       const kept = await openOwn({ retentionDays: 2 });

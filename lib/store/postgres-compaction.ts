@@ -296,7 +296,10 @@ export async function packEvents(sql: postgres.Sql, day: number): Promise<void> 
   };
   // Index names from the catalog, quoted as identifiers.
   for (const index of invalid ?? []) await sql.unsafe(`drop index concurrently if exists "${index.replaceAll('"', '""')}"`).catch(later);
-  await sql.unsafe(`vacuum ${partition}`).catch(later);
+  // INDEX_CLEANUP ON: when dead line pointers are left on under 2% of the pages (the rest freed
+  // by pruning), VACUUM by default leaves them and the indexes alone, and the pages holding them
+  // can then never be cut off (16 of 90 days at 10M kept ~78 MB each).
+  await sql.unsafe(`vacuum (index_cleanup on) ${partition}`).catch(later);
   await sql.unsafe(`reindex table concurrently ${partition}`).catch(later);
 }
 
