@@ -279,7 +279,8 @@ try {
   // Its statistics of a 30-day range read every event of the range: give them time.
   const old = await openOld({ url: db.url, operationTimeoutMs: 900_000 });
   // After it opened the database: a baseline with rollups migrates it to its own schema first.
-  const baseBytes = Object.values(await bytesPerEvent(sql, TOTAL)).reduce((a, b) => a + b, 0);  const baseReads = await reads(old, back, 1);
+  const baseBytes = Object.values(await bytesPerEvent(sql, TOTAL)).reduce((a, b) => a + b, 0);
+  const baseReads = await reads(old, back, 1);
   await old.close();
   console.log(`  baseline stats p50 ${f1(median(baseReads.statsAll))} ms (all), ${f1(median(baseReads.stats30))} ms (30 days)`);
   const baseIngest = await ingest(db, bodyFile, baseDir);

@@ -85,17 +85,18 @@ test('readEvents answers what a read of every event answers, with some days\' ro
           blocks.push({ day, first: Number(part[0].seq), last: Number(part[part.length - 1].seq), events: part.length, rows: part });
         }
       }
-      const days = daysOf(rows).map((d) => ({ ...d, moved: rows.filter((r) => r.day === d.day && inBlock(r)).length }))
-        .filter((d) => (order === 'desc' ? d.first < cursor : d.last > cursor));
+      // Every day is a candidate: readEvents leaves out those past the cursor, and blocks too.
+      const days = daysOf(rows).map((d) => ({ ...d, moved: rows.filter((r) => r.day === d.day && inBlock(r)).length }));
       const asRows = rows.filter((r) => !inBlock(r));
       const got = await readEvents(days, order, want, keys, {
         rows: reader(asRows, order, want, cursor, []),
         blocksOf: async (d0, d1) => blocks.filter((b) => b.day >= d0 && b.day <= d1),
         blocks: async (chosen, keys) => {
+          for (const b of chosen) assert.ok(order === 'desc' ? b.first < cursor : b.last > cursor, `a block wholly past the cursor was read: ${JSON.stringify(b)}`);
           const held = chosen.flatMap((b) => (b as (typeof blocks)[number]).rows);
           return reader(held, order, want, cursor, [])(-Infinity, Infinity, keys);
         },
-      });
+      }, { cursor });
       const all = await reader(rows, order, want, cursor, [])(-Infinity, Infinity, keys);
       for (const key of keys) {
         assert.equal((got.get(key) ?? []).map((r) => r.seq), (all.get(key) ?? []).map((r) => r.seq), `${order} ${key}`);
@@ -119,6 +120,33 @@ test('readByDays reads only the days near the start when days follow seq order',
   const got = await readByDays(daysOf(rare), 'desc', 10, ['b'], reader(rare, 'desc', 10, 6001, spans));
   assert.is(got.get('b')!.length, 10);
   assert.ok(spans.length >= 2 && spans.at(-1)![0] > 1000, JSON.stringify(spans));
+});
+
+test('readEvents reads a page deep in a moved day from the blocks at its cursor only', async () => {
+  // One closed day of 6,000 events in 60 blocks of 100; a page of 51 before seq 3,050, and after
+  // it. The day after it (rows, seqs past 6,000) is past the cursor of the first page; the day
+  // before it (seqs below 1) is past the second's.
+  const rows: Row[] = Array.from({ length: 6000 }, (_, i) => ({ seq: String(i + 1), day: 1000, key: 'a' }));
+  const blocks = Array.from({ length: 60 }, (_, i) => ({ day: 1000, first: i * 100 + 1, last: i * 100 + 100, events: 100 }));
+  const days: EventDay[] = [{ day: 999, first: -99, last: 0, events: 100 }, { day: 1000, first: 1, last: 6000, events: 6000, moved: 6000 },
+    { day: 1001, first: 6001, last: 6100, events: 100 }];
+  for (const [order, cursor, expect] of [['desc', 3050, [3001, 2901]], ['asc', 3050, [3001, 3101]]] as const) {
+    const read: number[][] = [];
+    const spans: [number, number][] = [];
+    const asRows = [...Array.from({ length: 100 }, (_, i) => ({ seq: String(i - 99), day: 999, key: 'a' })),
+      ...Array.from({ length: 100 }, (_, i) => ({ seq: String(6001 + i), day: 1001, key: 'a' }))];
+    const got = await readEvents(days, order, 51, ['a'], {
+      rows: reader(asRows, order, 51, cursor, spans),
+      blocksOf: async () => blocks,
+      blocks: async (chosen, keys) => {
+        read.push(chosen.map((b) => b.first));
+        return reader(rows.filter((r) => chosen.some((b) => Number(r.seq) >= b.first && Number(r.seq) <= b.last)), order, 51, cursor, [])(-Infinity, Infinity, keys);
+      },
+    }, { cursor });
+    assert.equal(got.get('a')!.map((r) => Number(r.seq)).slice(0, 2), order === 'desc' ? [3049, 3048] : [3051, 3052], order);
+    assert.equal(read, [[...expect]], order);
+    assert.equal(spans, order === 'desc' ? [[999, 999]] : [[1001, 1001]], order);
+  }
 });
 
 test('readByDays without candidate days reads nothing', async () => {

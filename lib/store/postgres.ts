@@ -360,10 +360,18 @@ export interface EventReads<R> {
  * which pages and statistics mostly want, are rows); blocks only of days that could hold a row of
  * an answer the rows left open, by days as rows are (the fewest days that can hold the answer),
  * and within those days block by block; the two answers are merged.
+ *
+ * `cursor`, if given, is the seq the reads start past (below it for `desc`, above it for `asc`):
+ * days and blocks wholly on its other side are no candidates. A day holds ~50 blocks at 10M
+ * events; counting those past the cursor as candidates had a page deep in a day read them first,
+ * and read again over more blocks each time it found nothing there.
  */
 export async function readEvents<R extends { seq: string }>(
-  days: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[], reads: EventReads<R>, target = want * 2,
+  allDays: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[], reads: EventReads<R>,
+  { target = want * 2, cursor }: { target?: number; cursor?: number } = {},
 ): Promise<Map<string, R[]>> {
+  const ahead = (u: Unit) => cursor === undefined || (order === 'desc' ? u.first < cursor : u.last > cursor);
+  const days = allDays.filter(ahead);
   const rowDays = days.filter((d) => d.events > (d.moved ?? 0)).map((d) => ({ ...d, events: d.events - (d.moved ?? 0) }));
   const rows = await readByDays(rowDays, order, want, keys, reads.rows, target);
   const open = (d: EventDay) => keys.some((key) => {
@@ -376,7 +384,7 @@ export async function readEvents<R extends { seq: string }>(
   if (!blockDays.length) return rows;
   const movedDays = blockDays.map((d) => ({ ...d, events: d.moved ?? 0 }));
   const fromBlocks = await readByDays(movedDays, order, want, keys, async (d0, d1, keys) =>
-    readByUnits(await reads.blocksOf(d0, d1), order, want, keys, reads.blocks, (chosen) => {
+    readByUnits((await reads.blocksOf(d0, d1)).filter(ahead), order, want, keys, reads.blocks, (chosen) => {
       const read = new Set(chosen);
       return (b) => read.has(b);
     }, target), target);
@@ -395,7 +403,8 @@ export async function readEvents<R extends { seq: string }>(
 type OwnerRead = <R extends { seq: string }>(
   userId: string, days: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[],
   rows: (d0: number, d1: number, keys: string[]) => Promise<Map<string, R[]>>,
-  blocks: (chosen: postgres.PendingQuery<postgres.Row[]>, keys: string[]) => Promise<Map<string, R[]>>, target?: number,
+  blocks: (chosen: postgres.PendingQuery<postgres.Row[]>, keys: string[]) => Promise<Map<string, R[]>>,
+  options?: { target?: number; cursor?: number },
 ) => Promise<Map<string, R[]>>;
 
 /**
@@ -802,14 +811,14 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
    * read still had rows, its `moved` count is read again after, and the whole read done again
    * with the days as they now are if it changed (a day is moved once, so once is enough).
    */
-  const readOwner: OwnerRead = async (userId, days, order, want, keys, rows, blocks, target) => {
+  const readOwner: OwnerRead = async (userId, days, order, want, keys, rows, blocks, options) => {
     const blocksOf = async (d0: number, d1: number) => sql<EventBlock[]>`
       select day, first_seq::float8 as first, last_seq::float8 as last, events from watchtower_event_blocks
       where user_id = ${col(userId)} and day >= ${d0} and day <= ${d1}`;
     const chosen = (of: EventBlock[]) =>
       sql`b.user_id = ${col(userId)} and b.day = any(${pgArray(of.map((b) => b.day))}::int4[]) and b.first_seq = any(${pgArray(of.map((b) => b.first))}::int8[])`;
     const reads = { rows, blocksOf, blocks: (of: EventBlock[], keys: string[]) => blocks(chosen(of), keys) };
-    const got = await readEvents(days, order, want, keys, reads, target);
+    const got = await readEvents(days, order, want, keys, reads, options);
     const today = Math.floor(Date.now() / DAY_MS);
     const movable = days.filter((d) => d.day < today && d.events > (d.moved ?? 0));
     if (!movable.length) return got;
@@ -817,12 +826,12 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       select day, moved::float8 as moved from watchtower_event_days
       where user_id = ${col(userId)} and day = any(${pgArray(movable.map((d) => d.day))}::int4[])`).map((r) => [r.day, r.moved]));
     if (movable.every((d) => (now.get(d.day) ?? d.moved ?? 0) === (d.moved ?? 0))) return got;
-    return readEvents(days.map((d) => ({ ...d, moved: now.get(d.day) ?? d.moved })), order, want, keys, reads, target);
+    return readEvents(days.map((d) => ({ ...d, moved: now.get(d.day) ?? d.moved })), order, want, keys, reads, options);
   };
 
   /** The newest `want` events of a filter (before a seq, if given), newest first. */
   const newest = async (f: EventFilter, want: number, beforeSeq?: number, known?: readonly EventDay[]): Promise<SeqRow[]> => {
-    const days = (known ?? (await daysOf(f))).filter((d) => beforeSeq === undefined || d.first < beforeSeq);
+    const days = known ?? (await daysOf(f));
     const before = beforeSeq !== undefined ? sql`and seq < ${beforeSeq}` : sql``;
     const found = await readOwner(f.userId, days, 'desc', want, [''], (d0, d1) => sql<SeqRow[]>`
       select seq, event from watchtower_events
@@ -832,7 +841,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       select seq, event from ${blockEvents(sql)}
       where ${chosen} and ${filterSql(f)} ${before}
       order by seq desc
-      limit ${want}`.then((rows) => new Map([['', rows]])));
+      limit ${want}`.then((rows) => new Map([['', rows]])), { cursor: beforeSeq });
     return found.get('') ?? [];
   };
 
@@ -868,7 +877,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       let afterSeq = 0;
       for (;;) {
         const after = afterSeq;
-        const found = await guard('export', () => readOwner(filter.userId, days.filter((d) => d.last > after), 'asc', limit, [''], (d0, d1) => sql<SeqRow[]>`
+        const found = await guard('export', () => readOwner(filter.userId, days, 'asc', limit, [''], (d0, d1) => sql<SeqRow[]>`
           select seq, event from watchtower_events
           where ${filterSql(filter)} and ${receivedIn(d0, d1)} and seq > ${after} and seq <= ${max}
           order by seq
@@ -876,7 +885,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           select seq, event from ${blockEvents(sql)}
           where ${chosen} and ${filterSql(filter)} and seq > ${after} and seq <= ${max}
           order by seq
-          limit ${limit}`.then((rows) => new Map([['', rows]]))));
+          limit ${limit}`.then((rows) => new Map([['', rows]])), { cursor: after }));
         const rows = found.get('') ?? [];
         if (rows.length) yield rows.map(toEvent);
         if (rows.length < limit) return;
@@ -1203,7 +1212,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
       if (list.length < LATENCY_POINTS) list.push(point);
     }
     return byRoute;
-  }, Math.max(LATENCY_POINTS * 2, Math.ceil((LATENCY_POINTS * 1.25 * windowEvents) / Math.min(...counts.values()))));
+  }, { target: Math.max(LATENCY_POINTS * 2, Math.ceil((LATENCY_POINTS * 1.25 * windowEvents) / Math.min(...counts.values()))) });
   // The routes of the compacted days this instance holds for the range (counted over whole days):
   // nearly always every route in range, so their points are read beside the main statement
   // rather than after it. A route they miss is read after it; one not in range is left out.
