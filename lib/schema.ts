@@ -18,7 +18,8 @@ const TEXT_ENTRIES = Object.entries(TEXT_FIELDS);
 const MAX_TYPE = 64;
 const MAX_TIMESTAMP = 40;
 
-const isTimestamp = (s: string) => s.length <= MAX_TIMESTAMP && ISO_8601.test(s) && Number.isFinite(Date.parse(s));
+/** Whether `s` is a timestamp the service accepts: ISO 8601 with a four-digit year, a real date. */
+export const isTimestamp = (s: string) => s.length <= MAX_TIMESTAMP && ISO_8601.test(s) && Number.isFinite(Date.parse(s));
 
 /**
  * The ingest envelope, as a valibot schema: the readable statement of the rules. Unknown fields

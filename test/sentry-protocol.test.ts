@@ -284,6 +284,9 @@ test('timestamps: seconds (float) or ISO 8601, read as UTC without an offset; un
   assert.is(isoTimestamp('2026-05-16T14:00:00+02:00'), '2026-05-16T12:00:00.000Z');
   assert.is(isoTimestamp('2026-05-16T12:00:00.123456'), '2026-05-16T12:00:00.123Z');
   for (const bad of ['yesterday', '', 1e20, NaN, Infinity, null, {}, 'x'.repeat(100)]) assert.is(isoTimestamp(bad), undefined, String(bad));
+  // Dates a six-digit year would write (validation takes four): left to the server's time.
+  assert.is(isoTimestamp(253402300799), '9999-12-31T23:59:59.000Z');
+  for (const far of [253402300800, -62167219201, '+010000-01-01T00:00:00Z']) assert.is(isoTimestamp(far), undefined, String(far));
   const raw = sentryEventToRaw({ event_id: EVENT_ID, message: 'm', timestamp: 'soon' });
   assert.not.ok('timestamp' in raw);
 });

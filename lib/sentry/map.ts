@@ -2,7 +2,7 @@
 // The results still go through the service's validation and normalise(); this module only reshapes,
 // clips text to the limits of docs/api.md#event-fields, and keeps each event under 64 KiB.
 import { isPlainObject, type RawEvent } from '../event.ts';
-import { MAX_EVENT_BYTES } from '../schema.ts';
+import { isTimestamp, MAX_EVENT_BYTES } from '../schema.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -247,8 +247,11 @@ export function isoTimestamp(value: unknown): string | undefined {
   else if (typeof value === 'string' && value.length <= 64) {
     ms = Date.parse(/T\d\d:\d\d(?::\d\d(?:\.\d+)?)?$/.test(value) ? value + 'Z' : value);
   } else return undefined;
-  // Past ±8.64e15 ms a Date is invalid and toISOString would throw.
-  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : undefined;
+  // Past ±8.64e15 ms a Date is invalid and toISOString would throw; past the year 9999 it writes
+  // a six-digit year, which validation rejects (and the whole event with it).
+  if (!Number.isFinite(ms) || Math.abs(ms) > 8.64e15) return undefined;
+  const iso = new Date(ms).toISOString();
+  return isTimestamp(iso) ? iso : undefined;
 }
 
 /**
