@@ -45,8 +45,11 @@ const begin = end - DAYS * DAY;
 let clock = begin;
 const openStore = () => openSqliteStore({ path, retentionDays: DAYS, log, now: () => clock });
 
-/** Loads `count` events received evenly from `from` to `to`, in batches, a few in flight. */
-async function load(store: Store, count: number, from: number, to: number, first: number): Promise<number> {
+/**
+ * Loads `count` events received evenly from `from` to `to`, in batches, a few in flight: as fast
+ * as the store takes them, or `rate` events a second (each batch sent no sooner than its turn).
+ */
+async function load(store: Store, count: number, from: number, to: number, first: number, rate = Infinity): Promise<number> {
   const t0 = performance.now();
   const step = (to - from) / count;
   let next = 0;
@@ -54,6 +57,8 @@ async function load(store: Store, count: number, from: number, to: number, first
     while (next < count) {
       const at = next;
       next = Math.min(count, next + BATCH);
+      const due = t0 + (at / rate) * 1000 - performance.now();
+      if (due > 0) await new Promise((r) => setTimeout(r, due));
       const batch = [];
       for (let i = at; i < next; i++) batch.push(historyEvent(first + i, Math.floor(from + i * step), USERS));
       clock = Math.max(clock, Math.floor(from + next * step));
@@ -113,27 +118,37 @@ const back60 = await timed(() => get(`/api/events?limit=100&until=${iso(clock - 
 const newestErrors = await timed(() => get('/api/events?limit=100&type=error'));
 
 // 3. How long a read waits while the store seals a segment and retention drops one: reads in a
-// loop while a day's worth of events arrives and the clock crosses into a new day.
-const waits: number[] = [];
-let reading = true;
-const reader = (async () => {
-  for (let i = 0; reading; i++) {
-    const t = performance.now();
-    await get(i % 2 ? '/api/stats' : '/api/events?limit=100');
-    waits.push(performance.now() - t);
-  }
-})();
+// loop while a day's worth of events arrives and the clock crosses into a new day. Twice: with
+// the events loaded as fast as the store takes them, where a read also waits for every event
+// acknowledged before it (read-your-writes) to be applied, and at half that rate.
 const perDay = Math.round(TOTAL / DAYS);
-await load(store, perDay, clock, clock + DAY, TOTAL);
-clock += 2 * DAY;
-await load(store, BATCH, clock - 1000, clock, TOTAL + perDay);
-await new Promise((r) => setTimeout(r, 5000));
-reading = false;
-await reader;
+let loaded = TOTAL;
+async function readsWhileSealing(rate = Infinity): Promise<{ waits: number[]; seconds: number }> {
+  const waits: number[] = [];
+  let reading = true;
+  const reader = (async () => {
+    for (let i = 0; reading; i++) {
+      const t = performance.now();
+      await get(i % 2 ? '/api/stats' : '/api/events?limit=100');
+      waits.push(performance.now() - t);
+    }
+  })();
+  const seconds = await load(store, perDay, clock, clock + DAY, loaded, rate);
+  clock += 2 * DAY;
+  await load(store, BATCH, clock - 1000, clock, loaded + perDay);
+  loaded += perDay + BATCH;
+  await new Promise((r) => setTimeout(r, 5000));
+  reading = false;
+  await reader;
+  return { waits, seconds };
+}
+const saturated = await readsWhileSealing();
+const halfRate = Math.round(perDay / saturated.seconds / 2);
+const paced = await readsWhileSealing(halfRate);
 
 // 4. A burst: BURST events received within 5 minutes, then the dashboard refreshes.
 clock += DAY;
-const burstSeconds = await load(store, BURST, clock - 5 * 60_000, clock, TOTAL + perDay + BATCH);
+const burstSeconds = await load(store, BURST, clock - 5 * 60_000, clock, loaded);
 const burstStats = await timed(() => get('/api/stats'));
 // After reads that opened old segments and a seal that swapped the hot one: what the cache's
 // budget and sql.js's grown heap keep.
@@ -175,7 +190,8 @@ const rows = [
   ['GET /api/events, newest page, p50 / p99', `${f1(pct(newest, 50))} / ${f1(pct(newest, 99))} ms (target p50 < 20 ms)`],
   ['GET /api/events, a page 60 days back, p50 / p99', `${f1(pct(back60, 50))} / ${f1(pct(back60, 99))} ms (target p50 < 100 ms)`],
   ['GET /api/events?type=error, newest page, p50 / p99', `${f1(pct(newestErrors, 50))} / ${f1(pct(newestErrors, 99))} ms`],
-  [`longest read while a day (${perDay.toLocaleString()} events) was sealed and retention dropped a day; median read`, `${f1(Math.max(...waits))} ms; ${f1(median(waits))} ms over ${waits.length} reads (target < 100 ms)`],
+  [`longest read while a day (${perDay.toLocaleString()} events, loaded as fast as the store takes them) was sealed and retention dropped a day; median read`, `${f1(Math.max(...saturated.waits))} ms; ${f1(median(saturated.waits))} ms over ${saturated.waits.length} reads (target < 100 ms)`],
+  [`the same, the day's events loaded at half that rate (${halfRate.toLocaleString()} events/s)`, `${f1(Math.max(...paced.waits))} ms; ${f1(median(paced.waits))} ms over ${paced.waits.length} reads`],
   [`GET /api/stats right after ${BURST.toLocaleString()} events within 5 minutes (loaded in ${burstSeconds.toFixed(0)} s), p50 / p99`, `${f1(pct(burstStats, 50))} / ${f1(pct(burstStats, 99))} ms`],
 ];
 const md = `## History (sqlite) at ${TOTAL.toLocaleString()} events
