@@ -220,8 +220,8 @@ const PACKED_INDEX_BYTES = 128 * 1024;
 
 /** The events partition of a day: an identifier built from an integer, nothing from a client. */
 const partitionOf = (day: number) => `watchtower_events_p${Math.trunc(day)}`;
-/** 42P01: the partition is gone (retention dropped the day meanwhile). */
-const gone = (err: { code?: string }) => {
+/** Rethrows all but 42P01: the partition is gone (retention dropped the day meanwhile). */
+const unlessGone = (err: { code?: string }) => {
   if (err.code !== '42P01') throw err;
 };
 
@@ -261,7 +261,7 @@ export async function blockDay(sql: postgres.Sql, day: number): Promise<number> 
       returning m.n
     )
     select coalesce(sum(n), 0)::float8 as moved from counted`, [BLOCK_EVENTS, Math.trunc(day)]).catch((err: { code?: string }) => {
-    gone(err);
+    unlessGone(err);
     return [{ moved: 0 }];
   });
   return moved;
@@ -292,7 +292,7 @@ export async function packEvents(sql: postgres.Sql, day: number): Promise<void> 
   if (busy) return;
   const later = (err: { code?: string }) => {
     // 40P01 deadlock, 55P03 lock not available: another instance is packing the same day.
-    if (err.code !== '40P01' && err.code !== '55P03') gone(err);
+    if (err.code !== '40P01' && err.code !== '55P03') unlessGone(err);
   };
   // Index names from the catalog, quoted as identifiers.
   for (const index of invalid ?? []) await sql.unsafe(`drop index concurrently if exists "${index.replaceAll('"', '""')}"`).catch(later);

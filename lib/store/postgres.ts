@@ -340,8 +340,8 @@ export function readByDays<R extends { seq: string }>(
   days: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[],
   read: (d0: number, d1: number, keys: string[]) => Promise<Map<string, R[]>>, target = want * 2,
 ): Promise<Map<string, R[]>> {
-  const span = (chosen: EventDay[]) => [Math.min(...chosen.map((d) => d.day)), Math.max(...chosen.map((d) => d.day))];
-  return readByUnits(days, order, want, keys, (chosen, keys) => read(span(chosen)[0], span(chosen)[1], keys), (chosen) => {
+  const span = (chosen: EventDay[]) => [Math.min(...chosen.map((d) => d.day)), Math.max(...chosen.map((d) => d.day))] as const;
+  return readByUnits(days, order, want, keys, (chosen, keys) => read(...span(chosen), keys), (chosen) => {
     const [d0, d1] = span(chosen);
     return (d) => d.day >= d0 && d.day <= d1;
   }, target);
