@@ -1,7 +1,8 @@
 // The sqlite store's time segments on real files: sealing by size and at a UTC day change, reads
 // and statistics across sealed segments, paging with `before` across them, dedupe of a sealed
 // event (also after a restart), restart with a journal, a crash copy taken mid-flight, retention
-// dropping a whole segment, and the cache closing segments past its budget.
+// dropping a whole segment, the cache closing segments past its budget, and a hot segment past its
+// bound sealed at start-up and at close.
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -127,6 +128,37 @@ test('seals by size and at a day change; reads, pages, exports and stats cross s
     assert.is((await again.health()).eventCount, given.length);
     await again.close();
   }
+});
+
+test('a hot segment past its bound is sealed, not snapshotted whole, by a start-up that replayed it and by close()', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  const now = T0 + HOUR;
+  const given = Array.from({ length: 300 }, (_, i) => ev(T0 + i * 1000, 'u', i));
+  // The first process never reaches its bound: the events stay hot, and in the journal.
+  const { store: first } = await open(path, () => now, { sealEvents: 1_000_000 });
+  assert.equal(await first.insert(given), given);
+  // As a crash leaves it; its replay takes the hot segment past a bound of 100.
+  const crashed = tempDir();
+  cpSync(dir, crashed, { recursive: true });
+  const { store: replayed, logs } = await open(join(crashed, 'watchtower.sqlite'), () => now, { sealEvents: 100 });
+  await until(() => logs.some((l) => /^sealed segment \d+ \(start-up\): 300 events/.test(l)), 'the start-up seal');
+  assert.is((await segmentsOf(replayed)).sealed, 1);
+  assert.is((await segmentsOf(replayed)).hotEvents, 0);
+  await checkAll(replayed, given, now, 'sealed at start-up');
+  await replayed.close();
+
+  // Closed with its 300 events hot; reopened with a bound of 100 and closed at once (no journal to
+  // replay, and before the first timer's seal): close() seals them.
+  await first.close();
+  const { store: bounded, logs: closing } = await open(path, () => now, { sealEvents: 100 });
+  assert.is((await segmentsOf(bounded)).hotEvents, 300);
+  await bounded.close();
+  assert.ok(closing.some((l) => /^sealed segment \d+ \(shutdown\): 300 events/.test(l)), closing.join('\n'));
+  const { store: again } = await open(path, () => now, { sealEvents: 100 });
+  assert.equal(await segmentsOf(again), { ...(await segmentsOf(again)), sealed: 1, hotEvents: 0 });
+  await checkAll(again, given, now, 'sealed at shutdown');
+  await again.close();
 });
 
 test('manifests: parts in binary, windows and filter read only when needed; the first layout still opens', async () => {
