@@ -1,7 +1,5 @@
 // The messages between the sqlite store's main thread (sqlite.ts) and its database worker
-// (sqlite-worker.ts). Requests are handled in the order sent, except that a read may go ahead of
-// apply messages it does not need (ToWorker.needs; the worker's message loop); answers are matched
-// to requests by id.
+// (sqlite-worker.ts). Every request is answered in the order sent (see sqlite.ts).
 import type { StoredEvent } from '../event.ts';
 import type { StatsRange } from '../stats.ts';
 import type { SegmentFilter } from './dedupe.ts';
@@ -81,11 +79,7 @@ export interface RowsResult {
 
 export type Request =
   | { op: 'init'; args: InitArgs }
-  /**
-   * Journal lines (entries the main thread decided are new, durable in the journal), applied in
-   * order. The main thread acknowledges them once this is answered, or after a short wait when the
-   * worker is slow (sqlite.ts, ACK_WAIT_MS); reads say which applies they need (ToWorker.needs).
-   */
+  /** Journal lines (entries the main thread decided are new), applied in order. */
   | { op: 'apply'; lines: string; now: number }
   | { op: 'rows'; query: RowsQuery }
   | { op: 'stats'; userId: string; now: number; range?: StatsRange }
@@ -103,18 +97,7 @@ export type Request =
   | { op: 'sealed'; segment: number; covered: number; diskBytes: number; now: number }
   | { op: 'close' };
 
-/** The requests that only read: they may go ahead of apply messages they do not need (ToWorker.needs). */
-export const READS: ReadonlySet<Request['op']> = new Set(['rows', 'stats', 'getUser', 'health']);
-
-export interface ToWorker {
-  id: number;
-  req: Request;
-  /**
-   * Reads: the id of the last apply message whose events were acknowledged when the read was sent.
-   * The read may go ahead of later apply messages, never of that one or earlier ones.
-   */
-  needs?: number;
-}
+export type ToWorker = { id: number; req: Request };
 
 export type FromWorker =
   | { id: number; ok: true; value: unknown }

@@ -7,11 +7,9 @@
 //
 // Messages are handled in arrival order, each once the previous one's database work is done (a
 // snapshot's: once its file is written; a read's: once it has read every segment it needs), which
-// is what makes snapshots, seals and read-your-writes correct; only reads may go ahead of inserts
-// not yet acknowledged (see the message loop). A seal's slow part (gzip, writing)
+// is what makes snapshots, seals and read-your-writes correct. A seal's slow part (gzip, writing)
 // holds nothing: the sealed database stays open for reads meanwhile.
 import { basename, dirname, join } from 'node:path';
-import { setImmediate } from 'node:timers';
 import { parentPort } from 'node:worker_threads';
 import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
@@ -30,7 +28,7 @@ import { manifestFile, readManifest, readSegment, segmentFile, segmentName, type
 import { SegmentCache, type SealedSegment } from './segment-cache.ts';
 import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow } from './segment.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
-import { READS, type FromWorker, type HealthFigures, type InitArgs, type InitResult, type Request, type RowsQuery, type RowsResult, type SealAnswer, type SealFigures, type ToWorker } from './sqlite-protocol.ts';
+import type { FromWorker, HealthFigures, InitArgs, InitResult, Request, RowsQuery, RowsResult, SealAnswer, SealFigures, ToWorker } from './sqlite-protocol.ts';
 import { metadataOf, ownerKey, type ColValues } from './sqlite-row.ts';
 import type { AppUser } from './types.ts';
 
@@ -410,15 +408,10 @@ class Engine {
   }
 
   /** Applies journal lines the main thread acknowledged, then keeps the count limit. */
-  /** A slice of an apply message's journal lines (the message loop applies one between turns). */
-  applyLines(lines: string[]): void {
+  async applyLines(lines: string, now: number) {
     const entries: JournalEntry[] = [];
-    for (const line of lines) if (line) entries.push(JSON.parse(line) as JournalEntry);
+    for (const line of lines.split('\n')) if (line) entries.push(JSON.parse(line) as JournalEntry);
     this.applyEntries(entries);
-  }
-
-  /** After the last slice of an apply message: the event limit holds at once, not at the next prune. */
-  async afterApply(now: number): Promise<void> {
     if (this.eventCount > this.args.maxEvents) await this.prune(now, PRUNE_BATCH * 5);
   }
 
@@ -855,21 +848,6 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
 }
 
 // ---- the message loop ----
-//
-// Messages are handled one at a time, in arrival order, with one exception that keeps reads short
-// while inserts pour in: a read goes ahead of the apply messages queued before it that it does not
-// need, and between the slices of the one being applied. The main thread acknowledges an insert
-// once its apply message is answered (or, when the worker is slow, after a short wait), and every
-// read names the last apply whose events were acknowledged when it was sent (ToWorker.needs): a
-// read sees every event a client was told is stored. A read never overtakes anything else (a seal,
-// a snapshot, a prune).
-
-/**
- * Journal lines applied between two turns of the event loop. A message holds everything a group
- * commit acknowledged (1,000–2,000 events during a bulk load, 40–126 ms of work), and reads
- * waited for the whole of it; 256 events take 5–15 ms.
- */
-const APPLY_SLICE = 256;
 
 let engine: Engine | null = null;
 
@@ -889,8 +867,10 @@ function handle(req: Request): Handled {
   }
   if (!engine) throw new Error('the database is not open');
   switch (req.op) {
-    case 'apply':
-      throw new Error('apply messages are applied by the message loop, a slice at a time');
+    case 'apply': {
+      const applied = engine.applyLines(req.lines, req.now);
+      return { answer: applied, holds: applied };
+    }
     case 'rows': {
       // A read may open sealed segments (async): nothing else runs until it has read them all.
       const rows = engine.rows(req.query);
@@ -929,34 +909,31 @@ function handle(req: Request): Handled {
   }
 }
 
-/** A message received and not done; an apply message keeps its lines and how many are applied. */
-interface Queued extends ToWorker {
-  lines?: string[];
-  applied?: number;
-}
-
-const queue: Queued[] = [];
-let pumping = false;
+/** Settles once the previous message's database work is done: each message waits for it. */
+let ready: Promise<unknown> = Promise.resolve();
+/** Messages received whose database work is not done; idle work runs only when there are none. */
+let busy = 0;
 let idleScheduled = false;
 
-/**
- * Where the next message to handle is: the first read with nothing ahead of it but reads and apply
- * messages it does not need, else the head.
- */
-function nextIndex(): number {
-  let firstApply = Infinity;
-  for (let i = 0; i < queue.length; i++) {
-    const { id, req, needs = Infinity } = queue[i];
-    if (READS.has(req.op)) {
-      if (needs < firstApply) return i;
-    } else if (req.op === 'apply') firstApply = Math.min(firstApply, id);
-    else return 0;
-  }
-  return 0;
+/** Runs Engine.mergeIdle a slice at a time while no message is waiting. */
+function whenIdle() {
+  if (busy || idleScheduled || !engine) return;
+  idleScheduled = true;
+  setTimeout(() => {
+    idleScheduled = false;
+    if (!busy && engine?.mergeIdle()) whenIdle();
+  }, 0);
 }
 
-function reply({ id, req }: ToWorker, answer: Promise<unknown>) {
-  answer.then(
+port.on('message', (msg: ToWorker) => {
+  const { id, req } = msg;
+  busy++;
+  const handled = ready.then(() => handle(req));
+  ready = handled.then((h) => h.holds?.catch(() => {}), () => {}).then(() => {
+    busy--;
+    whenIdle();
+  });
+  handled.then((h) => h.answer).then(
     (value) => {
       const sealed = value as SealAnswer | null;
       // A seal's bytes travel without a copy.
@@ -968,67 +945,4 @@ function reply({ id, req }: ToWorker, answer: Promise<unknown>) {
       post({ id, ok: false, error: { name: e.name, message: e.message, path: e instanceof CorruptFile ? (req as { args: InitArgs }).args.path : undefined } });
     },
   );
-}
-
-/** Handles queued messages until none is left, each once the previous one's database work is done. */
-async function pump() {
-  if (pumping) return;
-  pumping = true;
-  try {
-    while (queue.length) {
-      const at = nextIndex();
-      const msg = queue[at];
-      if (msg.req.op === 'apply') {
-        const { now } = msg.req;
-        try {
-          if (!engine) throw new Error('the database is not open');
-          msg.lines ??= msg.req.lines.split('\n');
-          msg.applied ??= 0;
-          engine.applyLines(msg.lines.slice(msg.applied, (msg.applied += APPLY_SLICE)));
-          if (msg.applied < msg.lines.length) {
-            await nextTurn(); // the messages sent meanwhile arrive; reads among them go first
-            continue;
-          }
-          queue.splice(at, 1);
-          const done = engine.afterApply(now);
-          reply(msg, done);
-          await done.catch(() => {});
-        } catch (err) {
-          queue.splice(at, 1);
-          reply(msg, Promise.reject(err));
-        }
-        continue;
-      }
-      queue.splice(at, 1);
-      let handled: Handled;
-      try {
-        handled = handle(msg.req);
-      } catch (err) {
-        reply(msg, Promise.reject(err));
-        continue;
-      }
-      reply(msg, Promise.resolve(handled.answer));
-      await handled.holds?.catch(() => {});
-    }
-  } finally {
-    pumping = false;
-  }
-  whenIdle();
-}
-
-const nextTurn = () => new Promise<void>((r) => setImmediate(r));
-
-/** Runs Engine.mergeIdle a slice at a time while no message is waiting. */
-function whenIdle() {
-  if (pumping || queue.length || idleScheduled || !engine) return;
-  idleScheduled = true;
-  setTimeout(() => {
-    idleScheduled = false;
-    if (!pumping && !queue.length && engine?.mergeIdle()) whenIdle();
-  }, 0);
-}
-
-port.on('message', (msg: ToWorker) => {
-  queue.push(msg);
-  void pump();
 });

@@ -11,10 +11,9 @@
 //   database size (seconds at 1M events). This thread keeps what acknowledging needs: the
 //   journal writer, the group commit and the dedupe decision (a set of stored (owner, id) keys), so
 //   an insert never waits for the worker. The worker applies what this thread acknowledged, in order.
-// - Every message to the worker is handled in the order sent, except that reads may go ahead of
-//   inserts being applied. An insert is acknowledged once the worker has applied it, so a read sent
-//   after an acknowledgement sees it; and a snapshot sent right after the journal was rotated holds
-//   exactly the lines of the closed segments. The worker then writes the
+// - Every message to the worker is handled in the order sent, which gives two guarantees for free:
+//   a read sent after an insert was acknowledged sees it, and a snapshot sent right after the
+//   journal was rotated holds exactly the lines of the closed segments. The worker then writes the
 //   file (temp → fsync → rename → fsync dir → delete covered segments) while this thread carries on.
 // - Every file operation, on both threads, goes through a StoreFs (fs.ts), which also holds the
 //   protocols that make files and their names durable.
@@ -38,7 +37,7 @@ import { ownerKey } from './sqlite-row.ts';
 import { Dedupe } from './dedupe.ts';
 import { DEFAULT_CACHE_MB, DEFAULT_DEDUPE_DAYS, DEFAULT_MAX_EVENTS, DEFAULT_RETENTION_DAYS } from './defaults.ts';
 import { writeSegment } from './seal.ts';
-import { READS, type FromWorker, type HealthFigures, type InitResult, type Request, type RowsResult, type SealAnswer, type ToWorker } from './sqlite-protocol.ts';
+import type { FromWorker, HealthFigures, InitResult, Request, RowsResult, SealAnswer, ToWorker } from './sqlite-protocol.ts';
 import { StoreUnavailableError, type AppUser, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
 
 export interface SqliteStoreOptions {
@@ -110,17 +109,6 @@ const SEALING_UNAPPLIED_BYTES = 256 * 1024;
  * seal lets through.
  */
 const OVERDUE_BYTES = 8 * 1024 * 1024;
-/**
- * How long an acknowledgement waits for the worker to apply its events. Applied first, they cost
- * a read nothing: the worker lets reads go ahead of applies nobody was told about. A worker held
- * by a seal, a snapshot or a slow read must not hold acknowledgements too: past this wait they go
- * out on the journal's fsync alone, and reads sent afterwards wait for those applies. At full load
- * a group's apply takes 40–126 ms: with 20 ms, acknowledgements ran ahead of the worker and the
- * longest read while a day was loaded at 20M events was 242 ms (53 ms with 60, at 4M). Ingest p99
- * at half the saturated rate was not clearly better with 20 (60–94 ms in three rounds) than with
- * 60 (66–104 ms); without the wait it was 18–74 ms, in the same alternating runs.
- */
-const ACK_WAIT_MS = 60;
 
 /** The database file exists but is not a database sql.js can read. */
 export class CorruptDatabaseError extends Error {
@@ -218,21 +206,15 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     }
   };
 
-  /** Sends a request; `id` is what a read's `needs` refers to (see ToWorker). */
-  function send<T>(req: Request): { id: number; answer: Promise<T> } {
-    if (failure) return { id: 0, answer: Promise.reject(failure) };
+  function request<T>(req: Request): Promise<T> {
+    if (failure) return Promise.reject(failure);
     const id = ++nextId;
     holdOpen(true);
-    const answer = new Promise<T>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      const msg: ToWorker = { id, req };
-      if (READS.has(req.op)) msg.needs = ackedApply;
-      worker.postMessage(msg);
+      worker.postMessage({ id, req } satisfies ToWorker);
     });
-    return { id, answer };
   }
-
-  const request = <T>(req: Request): Promise<T> => send<T>(req).answer;
 
   function fail(reason: string, cause?: unknown) {
     if (failure) return;
@@ -303,13 +285,6 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   let sentSinceBarrier = 0;
   /** New entries of the current group, sent to the worker in one message after the fsync. */
   let outbox = '';
-  /**
-   * The last apply message sent: its id, and a promise settled once the worker has applied it and
-   * so everything sent before (rejected once the store failed). An acknowledgement waits for it.
-   */
-  let lastApply = { id: 0, done: Promise.resolve() };
-  /** The id of the last apply message whose events were acknowledged: what reads need (ToWorker.needs). */
-  let ackedApply = 0;
 
   const encoder = new TextEncoder();
 
@@ -331,39 +306,15 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     outbox = '';
     unappliedBytes += text.length;
     sentSinceBarrier += text.length;
-    const { id, answer } = send<void>({ op: 'apply', lines: text, now: clock() });
-    const done = answer.then(
+    request({ op: 'apply', lines: text, now: clock() }).then(
       () => {
         unappliedBytes -= text.length;
         for (const w of drainWaiters.splice(0)) w();
       },
       // The journal has these lines but the database does not: a restart replays them. Until then
-      // reads would miss them, so the store stops answering rather than lie.
-      (err: unknown) => {
-        fail(`applying journaled events failed: ${err instanceof Error ? err.message : String(err)}`, err);
-        throw failure;
-      },
+      // reads would miss acknowledged events, so the store stops answering rather than lie.
+      (err: unknown) => fail(`applying acknowledged events failed: ${err instanceof Error ? err.message : String(err)}`, err),
     );
-    done.catch(() => {});
-    lastApply = { id, done };
-  }
-
-  /**
-   * Settles when what was sent to the worker so far may be acknowledged: once it is applied, so
-   * that reads need not wait for it, or after ACK_WAIT_MS, whichever comes first (the events are
-   * durable either way; past the wait, reads sent afterwards wait for their apply instead).
-   */
-  function acknowledgeable(): Promise<void> {
-    const { id, done } = lastApply;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const waited = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ACK_WAIT_MS);
-      unref(timer);
-    });
-    return Promise.race([done, waited]).then(() => {
-      clearTimeout(timer);
-      if (id > ackedApply) ackedApply = id;
-    });
   }
 
   const unappliedBound = () =>
@@ -398,9 +349,8 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
           }
         }
         // Every op of the group is applied (synchronously: no await in between) and the new entries
-        // posted; an op is resolved once the worker has applied them and everything sent before, so
-        // a read issued after an acknowledgement sees the events it acknowledged (docs/architecture.md,
-        // invariant 7). The loop goes on with the next group meanwhile.
+        // posted before any op is resolved, so a read issued after an acknowledgement is queued in
+        // the worker behind the events it acknowledged (docs/architecture.md, invariant 7).
         const results = group.map((op) => {
           try {
             return { ok: true as const, value: op.apply() };
@@ -409,25 +359,19 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
           }
         });
         sendOutbox();
-        const acknowledged = acknowledgeable();
         for (let i = 0; i < group.length; i++) {
           const r = results[i];
-          const op = group[i];
           if (!r.ok) {
-            op.reject(r.err);
+            group[i].reject(r.err);
             continue;
           }
           // Only a barrier returns a promise (the rotation); it is alone in its group, and the
           // loop must not append again before it is done.
-          if (r.value instanceof Promise) {
-            try {
-              op.resolve(await r.value);
-            } catch (err) {
-              op.reject(err);
-            }
-            continue;
+          try {
+            group[i].resolve(await r.value);
+          } catch (err) {
+            group[i].reject(err);
           }
-          acknowledged.then(() => op.resolve(r.value), op.reject);
         }
         // Past the soft size a snapshot waits for a pause in writes (the timer below), so the
         // worker's export does not delay reads in the middle of a burst; past 4× it starts now, so
