@@ -617,6 +617,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
       clearInterval(retentionTimer);
       try {
         if (!failure) {
+          // A seal under way first: the hot segment it leaves is what the check below is about.
           if (snapshotting) await snapshotting.catch(() => {});
           // A hot segment past its bound (a seal that close() kept from starting) is sealed, not
           // written whole as the snapshot: the next start-up loads and derives at most a segment's
