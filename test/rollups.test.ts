@@ -189,6 +189,21 @@ test('decode copies bytes out of a larger buffer (unaligned too) and refuses wha
   assert.throws(() => FrozenHour.decode(bytes.slice(0, bytes.byteLength - 16)), /not a rollup part/);
 });
 
+test('names are read on first use, but a part whose names do not match its columns is refused at decode', () => {
+  const h = new HourRollup(T0 / H);
+  for (const type of ['click', 'error', 'custom']) h.add(row({ type }));
+  const bytes = encodePart(h);
+  const lazy = FrozenHour.decode(bytes);
+  assert.equal(lazy.columns().types, ['click', 'custom', 'error']);
+  assert.is(lazy.columns(), lazy.columns(), 'read once');
+  // One type fewer in the header: the one-byte counts still end within the same 8 bytes, so every
+  // later column lies where it did and only the count of names is off.
+  const bad = bytes.slice();
+  const head = new DataView(bad.buffer);
+  head.setUint32(24, head.getUint32(24, true) - 1, true);
+  assert.throws(() => FrozenHour.decode(bad), /names do not match/);
+});
+
 test('merge adds a whole part: equal to one hour that took both parts\' events', () => {
   const a = sample();
   const b = new HourRollup(T0 / H);
