@@ -38,6 +38,8 @@ const PRUNE_BATCH = 2000;
 const COPY_SLICE = 4 << 20;
 /** Hour parts a seal encodes between two turns of the event loop (~10 ms of work). */
 const ENCODE_SLICE = 24;
+/** Manifests read at once at start-up. */
+const MANIFEST_READS = 16;
 /** Snapshot bytes written between two syncs of the temp file (see writeNewFile). */
 const SYNC_EVERY = 2 << 20;
 const PRAGMAS = 'PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; PRAGMA cache_size=-16000; PRAGMA temp_store=MEMORY;';
@@ -81,15 +83,11 @@ class Engine {
   private sealed: SegmentCache;
   /** Per owner: the rollups (tag = segment id) and the live window statistics come from. */
   private scopes = new Map<string, Scope>();
-  /** Whether rollups (and the main thread's keys) follow the rows: not during start-up's replay. */
-  private derived = false;
   /**
-   * The rows start-up's replay inserted, as it had them: derive() tracks these instead of reading
-   * them back and parsing their JSON again (a third of a 100k-event replay's time).
+   * While starting (derive to hotKeys): the (seq, owner, id) of every hot row counted, for the main
+   * thread's dedupe set. Retention may then prune the oldest seqs; hotKeys() leaves those out.
    */
-  private replayed: TrackedRow[] | null = null;
-  /** The hot segment's newest seq before the replay: rows up to it came from the snapshot. */
-  private snapshotMaxSeq = 0;
+  private startKeys: { seqs: number[]; owners: string[]; ids: string[] } | null = null;
   private hotCount = 0;
   private maxSeq = 0;
   private prunedTotal = 0;
@@ -161,6 +159,16 @@ class Engine {
     scope.window.add(e, row.receivedMs, row.route);
   }
 
+  /** Counts a hot row (track); while starting, also keeps its key for hotKeys(). */
+  private count(seq: number, owner: string, row: RollupRow, e: StoredEvent) {
+    this.track(owner, row, e);
+    const keys = this.startKeys;
+    if (!keys) return;
+    keys.seqs.push(seq);
+    keys.owners.push(owner);
+    keys.ids.push(e.id);
+  }
+
   /** Takes back a hot event retention removed: always the oldest stored, as LiveWindow.remove needs. */
   private untrack(owner: string, row: RollupRow, e: StoredEvent) {
     const scope = this.scopes.get(owner);
@@ -200,8 +208,7 @@ class Engine {
         this.hotCount++;
         this.noteReceived(receivedMs);
         added++;
-        if (this.derived) this.track(owner, row, e);
-        else this.replayed?.push({ seq, owner, row, e });
+        this.count(seq, owner, row, e);
       }
       db.exec('COMMIT');
     } catch (err) {
@@ -213,13 +220,6 @@ class Engine {
 
   applyUser(u: AppUser) {
     this.hot.statement(UPSERT_USER).run([u.idp_user_id, u.email, u.display_name, u.last_seen_at]);
-  }
-
-  /** Start-up's replay of the journal (before derive). Returns how many events were new. */
-  replay(entries: JournalEntry[]): number {
-    this.snapshotMaxSeq = this.maxSeq;
-    this.replayed = [];
-    return this.applyEntries(entries);
   }
 
   /** Journal entries in journal order: runs of events in one transaction, users as they come. */
@@ -242,12 +242,12 @@ class Engine {
   }
 
   /**
-   * After start-up's replay and retention: the rollups from the sealed segments' manifests and the
-   * live windows as the newest manifest left them, then the hot rows on top (by column, no JSON
-   * parsing; the few hot events the windows keep are read whole afterwards). Returns every hot
-   * (owner, id) grouped by owner for the main thread's dedupe set.
+   * Start-up, before the journal's replay: the rollups from the sealed segments' manifests and the
+   * live windows as the newest manifest left them, then the snapshot's rows on top. From here on
+   * every row inserted or pruned is counted as it happens, start-up's replay and retention included,
+   * as they are later: one way of counting rows, and no replayed event held until afterwards.
    */
-  derive(manifests: Manifest[], windowsCutoff: number): Record<string, string> {
+  derive(manifests: Manifest[], windowsCutoff: number): void {
     this.scopes.clear();
     const scopeOf = (owner: string) => {
       let scope = this.scopes.get(owner);
@@ -270,30 +270,36 @@ class Engine {
         if (windowsCutoff > -Infinity) scope.window.dropBefore(windowsCutoff);
       }
     }
-    this.derived = true;
-    const ids = new Map<string, string[]>();
-    const take = ({ owner, row, e }: TrackedRow) => {
-      this.noteReceived(row.receivedMs);
-      this.track(owner, row, e);
-      let list = ids.get(owner);
-      if (!list) ids.set(owner, (list = []));
-      list.push(e.id);
-    };
-    // The snapshot's rows, then the replayed ones still there (retention deletes the oldest seqs).
-    const all = this.hot.db.prepare(`SELECT ${TRACK_COLUMNS} FROM events WHERE seq <= ? ORDER BY seq`);
+    this.startKeys = { seqs: [], owners: [], ids: [] };
+    const all = this.hot.db.prepare(`SELECT ${TRACK_COLUMNS} FROM events ORDER BY seq`);
     try {
-      all.bind([this.replayed ? this.snapshotMaxSeq : Number.MAX_SAFE_INTEGER]);
-      while (all.step()) take(rowFrom(all.get()));
+      while (all.step()) {
+        const { seq, owner, row, e } = rowFrom(all.get());
+        this.noteReceived(row.receivedMs);
+        this.count(seq, owner, row, e);
+      }
     } finally {
       all.free();
     }
-    if (this.replayed) {
-      const first = this.hot.scalar('SELECT MIN(seq) FROM events') ?? Infinity;
-      for (const r of this.replayed) if (r.seq >= first) take(r);
-      this.replayed = null;
+  }
+
+  /**
+   * The end of start-up: every hot (owner, id), grouped by owner, for the main thread's dedupe set.
+   * Retention deletes the oldest seqs first, so the rows still there are those from the lowest seq.
+   */
+  hotKeys(): Record<string, string> {
+    const { seqs, owners, ids } = this.startKeys ?? { seqs: [], owners: [], ids: [] };
+    this.startKeys = null;
+    const first = this.hot.scalar('SELECT MIN(seq) FROM events') ?? Infinity;
+    const byOwner = new Map<string, string[]>();
+    for (let i = 0; i < seqs.length; i++) {
+      if (seqs[i] < first) continue;
+      let list = byOwner.get(owners[i]);
+      if (!list) byOwner.set(owners[i], (list = []));
+      list.push(ids[i]);
     }
     const keys: Record<string, string> = {};
-    for (const [owner, list] of ids) keys[owner] = list.join('\n');
+    for (const [owner, list] of byOwner) keys[owner] = list.join('\n');
     return keys;
   }
 
@@ -320,15 +326,13 @@ class Engine {
       this.hot.db.exec('ROLLBACK');
       throw err;
     }
-    if (this.derived) {
-      const keys: string[] = [];
-      for (const { owner, row, e } of rows) {
-        this.untrack(owner, row, e);
-        keys.push(owner, e.id);
-      }
-      // The main thread's dedupe set must forget them, or a re-sent pruned event would be ignored.
-      post({ pruned: keys });
+    const keys: string[] = [];
+    for (const { owner, row, e } of rows) {
+      this.untrack(owner, row, e);
+      keys.push(owner, e.id);
     }
+    // The main thread's dedupe set must forget them, or a re-sent pruned event would be ignored.
+    post({ pruned: keys });
     this.hotCount -= rows.length;
     this.prunedTotal += rows.length;
     return rows.length;
@@ -346,12 +350,10 @@ class Engine {
   private dropSegment(s: SealedSegment, cutoff: number): void {
     this.sealed.remove(s.id);
     this.prunedTotal += s.count;
-    if (this.derived) {
-      for (const [owner, scope] of this.scopes) {
-        scope.rollups.drop(s.id);
-        scope.window.dropBefore(cutoff);
-        if (scope.rollups.empty) this.scopes.delete(owner);
-      }
+    for (const [owner, scope] of this.scopes) {
+      scope.rollups.drop(s.id);
+      scope.window.dropBefore(cutoff);
+      if (scope.rollups.empty) this.scopes.delete(owner);
     }
     const { path } = this.args;
     this.removals = this.removals
@@ -394,7 +396,7 @@ class Engine {
       if (!k) break;
       byCount += k;
     }
-    if (dropped.length && this.derived) post({ dropped });
+    if (dropped.length) post({ dropped });
     this.unloggedAge += byAge;
     this.unloggedCount += byCount;
     // At the count limit every write prunes a little: one line a minute, not one per batch.
@@ -747,7 +749,12 @@ function prepareReadOnly(SQL: SqlJsStatic, bytes: Uint8Array): Database {
   return db;
 }
 
-/** Start-up: manifests → hot snapshot → journal replay → retention → rollups, windows and keys. */
+// sql.js is loaded (read and compiled, ~0.1 s) as soon as the worker starts, while the main thread
+// takes the database's lock and start-up reads the manifests. A failure surfaces in start().
+const sqlJs = loadSqlJs();
+sqlJs.catch(() => {});
+
+/** Start-up: manifests → hot snapshot → rollups and windows → journal replay → retention → keys. */
 async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResult }> {
   const t0 = performance.now();
   const { path } = args;
@@ -779,27 +786,34 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
   const manifests: Manifest[] = [];
   const inDedupeWindow = (m: Manifest) => m.maxReceived >= args.now - args.dedupeWindowMs;
   const newestId = Math.max(...manifestIds.filter((id) => segmentIds.has(id)));
+  const live: number[] = [];
   for (const id of manifestIds.sort((a, b) => a - b)) {
-    if (!segmentIds.has(id)) {
-      // Retention removes the manifest, then the file; a power loss can bring back either name.
-      await fs.remove(manifestFile(path, id));
-      log(`removed the manifest of segment ${id}, whose file is gone (a drop a crash interrupted)`);
+    if (segmentIds.delete(id)) {
+      live.push(id);
       continue;
     }
-    try {
-      // Only the newest manifest's live windows are read (derive), and only the key filters of
-      // segments within the dedupe window (the filters returned below).
-      manifests.push(await readManifest(fs, path, id, { windows: id === newestId, filter: inDedupeWindow }));
-    } catch (err) {
-      throw new CorruptFile(`${manifestFile(path, id)}: ${err instanceof Error ? err.message : String(err)}`);
-    }
-    segmentIds.delete(id);
+    // Retention removes the manifest, then the file; a power loss can bring back either name.
+    await fs.remove(manifestFile(path, id));
+    log(`removed the manifest of segment ${id}, whose file is gone (a drop a crash interrupted)`);
+  }
+  // Several at a time: one after another, the 391 manifests of 20M events took ~0.3 s, most of it
+  // waiting on the file system's thread pool.
+  for (let i = 0; i < live.length; i += MANIFEST_READS) {
+    manifests.push(...await Promise.all(live.slice(i, i + MANIFEST_READS).map(async (id) => {
+      try {
+        // Only the newest manifest's live windows are read (derive), and only the key filters of
+        // segments within the dedupe window (the filters returned below).
+        return await readManifest(fs, path, id, { windows: id === newestId, filter: inDedupeWindow });
+      } catch (err) {
+        throw new CorruptFile(`${manifestFile(path, id)}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    })));
   }
   for (const id of segmentIds) {
     await removeGradually(fs, segmentFile(path, id));
     log(`removed segment file ${id} without a manifest (an unfinished seal or drop; its events are in the journal or were past retention)`);
   }
-  const { SQL, fileGrowth } = await loadSqlJs();
+  const { SQL, fileGrowth } = await sqlJs;
   if (fileGrowth === 'stock') log('sql.js differs from the pinned version: its in-memory file grows by copying (slower inserts, longer stalls)');
   let existing = await readDatabaseFile(path, fs);
   let db: Database;
@@ -818,9 +832,11 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
   // Segments up to the watermark are wholly in sealed segments: replaying them would store again
   // what retention may have dropped.
   const segments = all.filter((s) => s.seq > watermark);
+  const cutoff = args.retentionDays > 0 ? args.now - args.retentionDays * DAY_MS : -Infinity;
+  engine.derive(manifests, cutoff);
   const replayStart = performance.now();
   const journal = await readSegments(fs, segments);
-  const replayed = engine.replay(journal.entries);
+  const replayed = engine.applyEntries(journal.entries);
   const replayMs = performance.now() - replayStart;
   for (const t of journal.skipped) {
     log(`journal: skipped an unreadable ${t.last ? 'last ' : ''}line ${t.line} (${t.bytes} bytes) of ${t.path}` +
@@ -830,9 +846,11 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
     log(`journal: replayed ${journal.entries.length} entries from ${segments.length} segment(s) (${replayed} events new) in ${Math.round(replayMs)} ms`);
   }
   if (all.length > segments.length) await removeSegmentsUpTo(fs, path, watermark);
+  // Counted rows it prunes are taken back, and dropped segments leave the rollups. Its
+  // messages to the main thread (pruned keys, dropped filters) arrive before the answer below and
+  // find nothing to forget: the keys and filters the answer carries are the ones left after it.
   const pruned = await engine.prune(args.now);
-  const cutoff = args.retentionDays > 0 ? args.now - args.retentionDays * DAY_MS : -Infinity;
-  const keys = engine.derive(manifests, cutoff);
+  const keys = engine.hotKeys();
   const changed = journal.entries.length > 0 || pruned.byAge > 0 || pruned.byCount > 0 || journal.skipped.length > 0;
   const lastSegment = Math.max(all.length ? all[all.length - 1].seq : 0, watermark);
   // Segments that held nothing new can go now; anything else is compacted by a snapshot.

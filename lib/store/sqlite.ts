@@ -32,7 +32,7 @@ import { resolveRange, type Stats } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { ensureDir, loadStoreFs, type StoreFsModule } from './fs.ts';
 import { JournalWriter, segmentPath } from './journal.ts';
-import { lockDatabase } from './lock.ts';
+import { lockDatabase, type DatabaseLock } from './lock.ts';
 import { ownerKey } from './sqlite-row.ts';
 import { Dedupe } from './dedupe.ts';
 import { DEFAULT_CACHE_MB, DEFAULT_DEDUPE_DAYS, DEFAULT_MAX_EVENTS, DEFAULT_RETENTION_DAYS } from './defaults.ts';
@@ -166,9 +166,6 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
 
   const fs = await loadStoreFs(options.fsModule);
   await ensureDir(fs, dirname(path));
-  // Before any other file is touched: start-up removes temp files, which must never be another
-  // live process's snapshot in the making.
-  const lock = await lockDatabase(fs, path, log);
 
   // ---- dedupe: exact ids of the hot segment, key filters of recent sealed ones (dedupe.ts) ----
   // Kept here so acknowledging never waits for the worker; filled from the worker at start, it
@@ -180,13 +177,9 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   const drainWaiters: (() => void)[] = [];
 
   // ---- the worker and its requests ----
-  let worker: Worker;
-  try {
-    worker = startWorker();
-  } catch (err) {
-    await lock.release();
-    throw err;
-  }
+  // Started before the lock is taken, so that it loads its modules and sql.js meanwhile (~0.2 s):
+  // it touches no file of the database before 'init'.
+  const worker = startWorker();
   options.onWorker?.(worker);
   let nextId = 0;
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
@@ -247,6 +240,17 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     if (!closed) fail(`exit code ${code}`);
   });
 
+  // Before any file of the database is touched: start-up removes temp files, which must never be
+  // another live process's snapshot in the making.
+  let lock: DatabaseLock;
+  try {
+    lock = await lockDatabase(fs, path, log);
+  } catch (err) {
+    closed = true;
+    worker.ref();
+    await worker.terminate();
+    throw err;
+  }
   let init: InitResult;
   let writer: JournalWriter;
   try {
