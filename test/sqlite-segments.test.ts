@@ -1,8 +1,8 @@
 // The sqlite store's time segments on real files: sealing by size and at a UTC day change, reads
 // and statistics across sealed segments, paging with `before` across them, dedupe of a sealed
 // event (also after a restart), restart with a journal, a crash copy taken mid-flight, retention
-// dropping a whole segment, the cache closing segments past its budget, and a hot segment past its
-// bound sealed at start-up and at close.
+// dropping a whole segment, the dedupe window, the cache closing segments past its budget, and a
+// hot segment past its bound sealed at start-up and at close.
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -261,6 +261,39 @@ test('retention drops whole sealed segments past SERVICE_RETENTION_DAYS, their f
   const { store: again } = await open(path, () => now, { retentionDays: 2 });
   assert.is((await again.health()).eventCount, kept.length + 1, 'the drop survives a restart');
   assert.not.ok(existsSync(`${path}.seg-1.manifest`));
+  await again.close();
+});
+
+test('a retry is caught for the whole dedupe window, across sealed segments and a restart, and stored again past it', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  let clock = T0;
+  const at = (t: number, e: StoredEvent): StoredEvent => ({ ...e, receivedAt: new Date(t).toISOString(), received_at: new Date(t).toISOString() });
+  const options = { dedupeDays: 3, retentionIntervalMs: 20 };
+  const { store } = await open(path, () => clock, options);
+  const first = Array.from({ length: 20 }, (_, i) => ev(T0 + i * 1000, 'u', i));
+  assert.is((await store.insert(first)).length, 20);
+  // One event a day afterwards: each day change seals the day before.
+  for (let day = 1; day <= 2; day++) {
+    clock = T0 + day * DAY;
+    await store.insert([ev(clock, 'u', day)]);
+    await until(async () => (await segmentsOf(store)).sealed >= day, `seal of day ${day - 1}`);
+  }
+  const filterBytes = async (s: Store) => ((await s.health()).segments as { dedupeFilterBytes: number }).dedupeFilterBytes;
+  assert.ok((await filterBytes(store)) >= 8 * 20, 'sealed keys are held as 8-byte hashes');
+  // 2.5 days after the first events, inside the 3-day window: retries of sealed events are refused,
+  // events never sent are not.
+  clock = T0 + 2 * DAY + 12 * HOUR;
+  assert.is((await store.insert(first.slice(0, 5).map((e) => at(clock, e)))).length, 0, 'retries within the window');
+  assert.is((await store.insert([ev(clock, 'u', 99), ev(clock, 'w', 98)])).length, 2, 'new events');
+  await store.close();
+  const { store: again } = await open(path, () => clock, options);
+  assert.is((await again.insert(first.slice(5, 10).map((e) => at(clock, e)))).length, 0, 'retries within the window, after a restart');
+  // Past the window (3 days after the first day's last event), its keys are no longer checked: the
+  // documented limit. The other days' keys still are.
+  clock = T0 + 3 * DAY + 2 * HOUR;
+  await until(async () => (await filterBytes(again)) < 8 * 20, 'the first day\'s filter leaves the window');
+  assert.is((await again.insert([at(clock, first[10])])).length, 1, 'a retry past the window is stored again');
   await again.close();
 });
 
