@@ -40,7 +40,13 @@ export async function startSentryCapture(): Promise<SentryCapture> {
       res.writeHead(204, cors).end();
       return;
     }
-    const wire = await readAll(req);
+    // A page closed while its SDK was still posting aborts the request: nobody is left to answer,
+    // and an unhandled rejection here would end the whole test process (Deno ends it at once).
+    const wire = await readAll(req).catch(() => null);
+    if (!wire) {
+      res.destroy();
+      return;
+    }
     const url = `http://127.0.0.1${req.url ?? '/'}`;
     const headers = new Headers();
     for (const name of FORWARDED) if (typeof req.headers[name] === 'string') headers.set(name, req.headers[name] as string);
