@@ -2,7 +2,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { toNodeListener } from '../lib/adapter/node.ts';
 import { createHandler, type FetchHandler } from '../lib/handler.ts';
 import { createMemoryStore } from '../lib/store/memory.ts';
@@ -109,6 +109,43 @@ for (const [name, serve] of servers) {
         req.write('{"events":[');
       });
       assert.is(status, 413);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test(`${name}: a client that sends its whole oversized body before reading gets its 413`, async () => {
+    // The refusal goes out while the client is still sending. Closing the connection on unread
+    // bytes makes the kernel reset it, which throws away the answer the client has not read yet:
+    // a client that reads only after sending (as many do) saw a network error instead of its 413.
+    const s = await serve();
+    try {
+      const { port } = new URL(s.url);
+      const socket = connect(Number(port), '127.0.0.1');
+      await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+      let received = '';
+      let broken: string | null = null;
+      socket.on('error', (err: NodeJS.ErrnoException) => (broken = err.code ?? err.message));
+      socket.pause(); // read nothing until the whole request is sent
+      const size = 2 * 1024 * 1024;
+      const head = `POST /api/events HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${size}\r\n\r\n`;
+      const write = (data: string) => new Promise<string | null>((resolve) => socket.write(data, (err) => resolve(err ? ((err as NodeJS.ErrnoException).code ?? err.message) : null)));
+      let failed = await write(head);
+      const chunk = ' '.repeat(64 * 1024);
+      for (let sent = 0; sent < size && !failed; sent += chunk.length) {
+        failed = await write(chunk);
+        await new Promise((r) => setTimeout(r, 5)); // a client slower than the loopback
+      }
+      assert.is(failed, null, 'the server broke the connection while the body was being sent');
+      socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
+      socket.resume();
+      for (const deadline = Date.now() + 5000; !received.includes('payload_too_large') && !broken && Date.now() < deadline;) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      socket.destroy();
+      assert.is(broken, null, 'the connection was reset before the answer was read');
+      assert.match(received, /^HTTP\/1\.1 413 /);
+      assert.match(received, /"code":"payload_too_large"/);
     } finally {
       await s.close();
     }

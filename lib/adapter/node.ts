@@ -222,15 +222,38 @@ LightResponse.prototype = lightProto as unknown as Response;
 
 const light = (reply: JsonReply): Response => new LightResponse(reply);
 
+/**
+ * How much of a refused body is read and thrown away after its 413. The client is usually still
+ * sending when the refusal goes out, and closing a connection that has unread bytes makes the
+ * kernel reset it, which also throws away the answer the client has not read yet: it would see a
+ * network error instead of its 413. Reading the rest first is what nginx calls a lingering close.
+ * Past this many bytes the connection is closed instead; the server's request timeout bounds a
+ * slow sender.
+ */
+const DISCARD_BYTES = 8 * 1024 * 1024;
+
+/** After a 413: reads and drops the rest of the body. True when the connection must close instead. */
+function discardRest(incoming: IncomingMessage): boolean {
+  if (incoming.complete) return false;
+  if (incoming.destroyed || Number(incoming.headers['content-length']) > DISCARD_BYTES) return true;
+  let left = DISCARD_BYTES;
+  incoming.removeAllListeners('data');
+  incoming.on('data', (chunk: Buffer) => {
+    if ((left -= chunk.length) < 0) incoming.socket.destroy();
+  });
+  incoming.resume();
+  return false;
+}
+
 export async function writeResponse(response: Response, outgoing: ServerResponse): Promise<void> {
+  const close = response.status === 413 && discardRest(outgoing.req);
   const reply = (response as Partial<Light>)[REPLY];
   if (reply !== undefined && (response as Light)[REAL] === undefined) {
     // A flat [name, value, …] list: copying the header object to add content-length cost more.
     const headers: string[] = [];
     for (const name in reply.headers) headers.push(name, reply.headers[name]);
     headers.push('content-length', String(Buffer.byteLength(reply.body)));
-    // An oversized body was left unread: close the connection rather than drain it.
-    if (reply.status === 413) headers.push('connection', 'close');
+    if (close) headers.push('connection', 'close');
     outgoing.writeHead(reply.status, headers);
     outgoing.end(reply.body);
     return;
@@ -239,6 +262,7 @@ export async function writeResponse(response: Response, outgoing: ServerResponse
   response.headers.forEach((value, key) => {
     if (key !== 'set-cookie') headers[key] = value;
   });
+  if (close) headers.connection = 'close';
   const cookies = response.headers.getSetCookie();
   if (cookies.length) headers['set-cookie'] = cookies;
   if (!response.body) {
