@@ -54,6 +54,7 @@ test(`soak: ${SECONDS} s of mixed traffic at ${RATE} req/s with subscribers atta
     const statuses = new Map<number, number>();
     const start = performance.now();
     const inflight: Promise<void>[] = [];
+    const failures: string[] = [];
     for (let i = 0; i < SECONDS * RATE; i++) {
       const wait = start + (i * 1000) / RATE - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -67,10 +68,15 @@ test(`soak: ${SECONDS} s of mixed traffic at ${RATE} req/s with subscribers atta
             assert.equal(body, { accepted: ids.length, rejected: 0 });
             acked.set(user, [...(acked.get(user) ?? []), ...ids]);
           }
+        }).catch((err) => {
+          // Caught here, not left to Promise.all below: a rejection while requests are still being
+          // sent would end the whole test process instead of failing this test.
+          failures.push(`request ${i}: ${err?.cause?.code ?? err?.message ?? err}`);
         }),
       );
     }
     await Promise.all(inflight);
+    assert.equal(failures, [], 'requests that got no answer');
     const fivexx = [...statuses].filter(([s]) => s >= 500);
     assert.equal(fivexx, [], `5xx responses: ${JSON.stringify([...statuses])}`);
     assert.ok((statuses.get(200) ?? 0) >= SECONDS * RATE * 0.79, JSON.stringify([...statuses]));
