@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { StoredEvent } from '../lib/event.ts';
 import { createHandler } from '../lib/handler.ts';
+import { DEFAULT_DEDUPE_DAYS } from '../lib/store/defaults.ts';
 import { openSqliteStore } from '../lib/store/sqlite.ts';
 import type { Store } from '../lib/store/types.ts';
 import { machine, median, spread, writeSection } from './lib.ts';
@@ -116,7 +117,11 @@ const get = async (p: string) => {
 const loadSeconds = await load(store, TOTAL, begin, end - 60_000, 0);
 const peakLoad = peakRss;
 await store.flush();
-const held = (await store.health()).eventCount;
+const loadedHealth = await store.health();
+const held = loadedHealth.eventCount;
+// What deduplication holds after the load: 8-byte hashes of the keys of sealed segments within
+// the dedupe window, and the hot segment's ids exactly.
+const { dedupeFilterBytes, hotEvents } = loadedHealth.segments as { dedupeFilterBytes: number; hotEvents: number };
 const disk = diskBytes();
 globalThis.gc?.();
 await new Promise((r) => setTimeout(r, 1000));
@@ -202,6 +207,7 @@ const rows = [
   [`load ${TOTAL.toLocaleString()} events (batches of ${BATCH}, ${IN_FLIGHT} in flight, journal + fsync), one run`, `${loadSeconds.toFixed(0)} s = ${Math.round(TOTAL / loadSeconds).toLocaleString()} events/s`],
   ['RSS (both threads) with everything held, after the load / peak while loading', `${mib(rssLoaded)} MiB / ${mib(peakLoad)} MiB (target < 600 MB)`],
   ['RSS after the reads, the seal and the burst below', `${mib(rssRead)} MiB`],
+  [`dedupe after the load: key filters of the sealed segments within the ${DEFAULT_DEDUPE_DAYS}-day window / ids of the hot segment`, `${mib(dedupeFilterBytes)} MiB for ${(dedupeFilterBytes / 8).toLocaleString()} keys / ${hotEvents.toLocaleString()} ids`],
   ['disk per event (every file of the store / events held)', `${Math.round(disk / held)} B (target < 250 B)`],
   [`start-up with ${TOTAL.toLocaleString()} held + a journal of ${REPLAY.toLocaleString()} events, ${ROUNDS} rounds`, `${spread(startups)} ms, journal entries replayed ${spread(replayed)} (target < 3 s)`],
   ['GET /api/stats, all time, p50 / p99', `${f1(pct(statsAll, 50))} / ${f1(pct(statsAll, 99))} ms (target p50 < 30 ms)`],
