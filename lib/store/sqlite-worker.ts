@@ -55,7 +55,7 @@ const log = (msg: string) => post({ log: msg });
 interface Scope { rollups: UserRollups; window: LiveWindow }
 
 const INSERT = `INSERT OR IGNORE INTO events (seq, id, type, timestamp, source, session_id, page_url, message, severity, app_version,
-  metadata, received_at, user_id, route_key, duration, ttfb, rating) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+  metadata, received_at, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const UPSERT_USER = `INSERT INTO users (idp_user_id, email, display_name, last_seen_at) VALUES (?, ?, ?, ?)
   ON CONFLICT(idp_user_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name, last_seen_at = excluded.last_seen_at`;
 
@@ -190,17 +190,14 @@ class Engine {
         const owner = ownerKey(e.user_id);
         const receivedMs = Date.parse(e.receivedAt);
         const receivedAt = Number.isFinite(receivedMs) ? new Date(receivedMs).toISOString() : String(e.receivedAt);
-        // The rollup row computes route, duration and rating once, for the columns and the rollups.
         const row = rollupRow(e, receivedMs);
-        const { route, duration, rating } = row;
-        const ttfb = typeof e.data?.ttfb === 'number' && Number.isFinite(e.data.ttfb) ? e.data.ttfb : null;
         const session = e.sessionId || null;
         const seq = this.maxSeq + 1;
         const version = e.deployVersion ?? null;
         const cols: ColValues = [e.id, e.type, e.timestamp, receivedAt, owner, session, version, e.page_url ?? null, e.source ?? null, e.message ?? null, e.severity ?? null];
         insert.run([
           seq, e.id, e.type, e.timestamp, cols[8], session, cols[7], cols[9], cols[10], version,
-          metadataOf(e, cols), receivedAt, owner, route, duration, duration === null ? null : ttfb, rating,
+          metadataOf(e, cols), receivedAt, owner,
         ]);
         // Replay meets events the snapshot already holds; live inserts were deduped by the main thread.
         if (db.getRowsModified() !== 1) continue;
