@@ -31,31 +31,116 @@ export const pointOf = (e: StoredEvent, duration: number): LatencyPoint => ({
 });
 
 /**
+ * How many events a range holds, of those the recents list (from its rollups): a scan of its latest
+ * events can stop once it holds every list's share of them.
+ */
+export interface RangeCounts {
+  events: number;
+  errors: number;
+  /** Per route key, its pageloads with a numeric duration. */
+  pageloads: ReadonlyMap<string, number>;
+}
+
+/**
+ * The receive times [from, to) whose sessions count as active in a request's answer: the last 5
+ * minutes before `now`, within the range (null: none). recentsOf and the live window count a
+ * session when one of its events is received at or before `now` and at most 5 minutes before it.
+ * Receive times are whole ms, so the bounds are too (a store compares them as ISO strings).
+ */
+export function activeSpan(now: number, range: ResolvedRange | null): [number, number] | null {
+  const from = Math.ceil(Math.max(range ? range.from : -Infinity, now - ACTIVE_WINDOW_MS));
+  const to = Math.min(range ? range.to : Infinity, Math.floor(now) + 1);
+  return from < to ? [from, to] : null;
+}
+
+/**
+ * The recent errors, activity and points of a range, from its events given newest first (inserted
+ * last, first): all of them through `add`, or each list's own events through its `take…` (a store
+ * that can select errors and pageloads reads only those). Given the range's counts, it says when a
+ * list is complete: it holds what the range has, up to its length, and older events cannot change
+ * it. Active sessions are the caller's (see activeSpan): with receive times out of insertion order,
+ * no point of a newest-first scan is past all of them.
+ */
+export class RecentsBuilder {
+  private readonly errors: StoredEvent[] = [];
+  private readonly activity: StoredEvent[] = [];
+  private readonly points = new Map<string, LatencyPoint[]>();
+  /** Routes whose points are still short of what the range holds (counts given). */
+  private routesShort = 0;
+
+  constructor(private readonly counts?: RangeCounts) {
+    if (counts) for (const n of counts.pageloads.values()) if (n > 0) this.routesShort++;
+  }
+
+  /** The next event, to every list it belongs to (route and duration: its pageload's, else null); false once all are complete. */
+  add(e: StoredEvent, route: string | null, duration: number | null): boolean {
+    this.takeActivity(e);
+    if (e.type === 'error') this.takeError(e);
+    if (route !== null) this.takePoint(e, route, duration!);
+    return !(this.activityDone && this.errorsDone && this.pointsDone);
+  }
+
+  /** The next event of the range; false once the activity list is complete. */
+  takeActivity(e: StoredEvent): boolean {
+    if (this.activity.length < RECENT_ACTIVITY) this.activity.push(e);
+    return !this.activityDone;
+  }
+
+  /** The next error of the range; false once the errors list is complete. */
+  takeError(e: StoredEvent): boolean {
+    if (this.errors.length < RECENT_ERRORS) this.errors.push(e);
+    return !this.errorsDone;
+  }
+
+  /** The next pageload of the range with a duration, under its route key; false once every route's points are complete. */
+  takePoint(e: StoredEvent, route: string, duration: number): boolean {
+    let list = this.points.get(route);
+    if (!list) this.points.set(route, (list = []));
+    if (list.length < LATENCY_POINTS) {
+      list.push(pointOf(e, duration));
+      if (this.counts && list.length === Math.min(LATENCY_POINTS, this.counts.pageloads.get(route) ?? 0)) this.routesShort--;
+    }
+    return !this.pointsDone;
+  }
+
+  // Never complete without counts: the caller reads every event.
+  get activityDone(): boolean {
+    return this.counts !== undefined && this.activity.length >= Math.min(RECENT_ACTIVITY, this.counts.events);
+  }
+
+  get errorsDone(): boolean {
+    return this.counts !== undefined && this.errors.length >= Math.min(RECENT_ERRORS, this.counts.errors);
+  }
+
+  get pointsDone(): boolean {
+    return this.counts !== undefined && this.routesShort <= 0;
+  }
+
+  recents(activeUsers: number): Recents {
+    // Points were gathered newest first; the answer lists them oldest first.
+    for (const list of this.points.values()) list.reverse();
+    return { activeUsers, errors: this.errors, activity: this.activity, points: this.points };
+  }
+}
+
+/**
  * Recents computed from raw events, for when the window cannot answer: `events` are the user's
  * events in insertion order (all of them, or at least every one in range received in the last 5
  * minutes before `now` and the latest ones in range the answer needs).
  */
 export function recentsOf(events: readonly StoredEvent[], now: number, range: ResolvedRange | null): Recents {
   const active = new Set<string>();
-  const errors: StoredEvent[] = [];
-  const activity: StoredEvent[] = [];
-  const points = new Map<string, LatencyPoint[]>();
+  const span = activeSpan(now, range);
+  const latest = new RecentsBuilder();
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i];
     const t = Date.parse(e.receivedAt);
     if (range && (t < range.from || t >= range.to)) continue;
-    if (e.sessionId && t <= now && now - t <= ACTIVE_WINDOW_MS) active.add(e.sessionId);
-    if (activity.length < RECENT_ACTIVITY) activity.push(e);
-    if (e.type === 'error' && errors.length < RECENT_ERRORS) errors.push(e);
+    if (span && e.sessionId && t >= span[0] && t < span[1]) active.add(e.sessionId);
     const duration = pageloadDuration(e);
-    if (duration === null) continue;
-    const key = routeKey(e);
-    let list = points.get(key);
-    if (!list) points.set(key, (list = []));
-    if (list.length < LATENCY_POINTS) list.push(pointOf(e, duration));
+    latest.add(e, duration === null ? null : routeKey(e), duration);
   }
-  for (const list of points.values()) list.reverse();
-  return { activeUsers: active.size, errors, activity, points };
+  return latest.recents(active.size);
 }
 
 /** An item of a bounded list with its receive time and the id of its event. */

@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
-import { LiveWindow, recentsOf, type Recents } from '../lib/live-window.ts';
+import { LiveWindow, RecentsBuilder, recentsOf, type Recents } from '../lib/live-window.ts';
 import { resolveRange } from '../lib/stats.ts';
 
 const NOW = Date.parse('2026-05-16T12:00:00.000Z');
@@ -122,6 +122,54 @@ test('toJSON → JSON text → fromJSON answers the same and keeps updating', ()
   back.add(more);
   assert.equal(plain(back.recents(NOW, null)), plain(recentsOf([...events, more], NOW, null)));
   assert.equal(plain(LiveWindow.fromJSON(JSON.parse(JSON.stringify(new LiveWindow()))).recents(NOW, null)), plain(recentsOf([], NOW, null)));
+});
+
+
+test('RecentsBuilder with the range counts: complete once every list holds what the range has, equal to recentsOf', () => {
+  // Newest last; a rare route with fewer pageloads than a list holds, a busy one with more.
+  const events = Array.from({ length: 900 }, (_, i) => {
+    const raw: Partial<RawEvent> = i % 3 === 0 ? { type: 'error', message: `m${i}` }
+      : i % 3 === 1 ? { type: 'pageload', route: i % 29 === 1 ? '/rare' : '/busy', data: { duration: i, ttfb: 2 } }
+      : { type: 'click' };
+    return ev(raw, NOW - (900 - i) * 1000);
+  });
+  const counts = { events: 900, errors: 300, pageloads: new Map([['/rare', events.filter((e) => e.route === '/rare').length], ['/busy', 0]]) };
+  counts.pageloads.set('/busy', 300 - counts.pageloads.get('/rare')!);
+  const want = recentsOf(events, NOW, null);
+  const route = (e: StoredEvent) => (e.type === 'pageload' ? e.route! : null);
+  const duration = (e: StoredEvent) => (e.type === 'pageload' ? (e.data.duration as number) : null);
+
+  // One walk through every event, newest first.
+  const all = new RecentsBuilder(counts);
+  let read = 0;
+  for (let i = events.length - 1; i >= 0; i--) {
+    read++;
+    if (!all.add(events[i], route(events[i]), duration(events[i]))) break;
+  }
+  assert.equal(plain(all.recents(want.activeUsers)), plain(want));
+  const rareFirst = events.findIndex((e) => e.route === '/rare');
+  assert.is(read, events.length - rareFirst, 'it stops at the oldest pageload of the rare route, not before, not after');
+
+  // A walk per list, as a store that selects errors and pageloads reads them.
+  const each = new RecentsBuilder(counts);
+  for (let i = events.length - 1; i >= 0 && each.takeActivity(events[i]); i--);
+  const errors = events.filter((e) => e.type === 'error').reverse();
+  let errorsRead = 0;
+  while (errorsRead < errors.length && each.takeError(errors[errorsRead++]));
+  assert.is(errorsRead, 50, 'the error walk stops at its 50th');
+  let pageloads = 0;
+  for (let i = events.length - 1; i >= 0; i--) {
+    if (events[i].type !== 'pageload') continue;
+    pageloads++;
+    if (!each.takePoint(events[i], route(events[i])!, duration(events[i])!)) break;
+  }
+  assert.ok(each.activityDone && each.errorsDone && each.pointsDone);
+  assert.equal(plain(each.recents(want.activeUsers)), plain(want));
+  assert.is(pageloads, events.filter((e, i) => i >= rareFirst && e.type === 'pageload').length);
+
+  // Without counts it never calls itself complete: the caller reads everything.
+  const blind = new RecentsBuilder();
+  assert.ok(events.every((e) => blind.add(e, route(e), duration(e))));
 });
 
 test.run();

@@ -7,7 +7,7 @@ import {
   DIMENSIONS, topRows, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
   type BreakdownRow, type PageRow, type VitalSummary,
 } from '../breakdowns.ts';
-import type { Recents } from '../live-window.ts';
+import type { RangeCounts, Recents } from '../live-window.ts';
 import {
   averageMs, breakdownCounts, dayIndex, DAY_MS, HOUR_MS, resolveRange, round2, roundMs, seriesLabels, SERIES_DAYS,
   type LatencySummary, type ResolvedRange, type Stats, type StatsRange,
@@ -43,6 +43,26 @@ export function planStats(now: number, range?: StatsRange, newest = Infinity): S
   if (r.from < first * HOUR_MS) rawSpans.push([r.from, first * HOUR_MS]);
   if (end * HOUR_MS < r.to) rawSpans.push([end * HOUR_MS, r.to]);
   return { now, range: r, fullHours: [first, end], rawSpans };
+}
+
+/**
+ * What the plan's events hold of the kinds the recents list: its events, its errors and each
+ * route's pageloads (the same rollups and edges assembleStats reads). A store that builds recents
+ * from raw events newest first stops once it has them (RecentsBuilder).
+ */
+export function rangeCounts(plan: StatsPlan, rollups: RollupSource, edges: readonly RollupPart[]): RangeCounts {
+  let events = 0, errors = 0;
+  const pageloads = new Map<string, number>();
+  const add = (part: RollupPart) => {
+    const c = part.columns();
+    events += part.total;
+    const e = c.types.indexOf('error');
+    if (e >= 0) errors += c.typeCounts[e];
+    for (let i = 0; i < c.routes.length; i++) pageloads.set(c.routes[i], (pageloads.get(c.routes[i]) ?? 0) + c.routeCounts[i]);
+  };
+  rollups.forEachPart(plan.fullHours[0], plan.fullHours[1], add, true);
+  edges.forEach(add);
+  return { events, errors, pageloads };
 }
 
 export interface StatsInput {

@@ -126,26 +126,27 @@ export class SegmentDb {
     return out;
   }
 
-  /** The owner's rows received in [start, end), by seq; `each` sees every one and may stop (false). */
-  track(userId: string, start: number, end: number, order: 'ASC' | 'DESC', each: (r: TrackedRow) => boolean | void): void {
+  /**
+   * The owner's rows received in [start, end), by seq; `each` sees every one and may stop (false).
+   * `via`: the index walked. 'received' finds a narrow span's rows (and sorts them by seq); 'seq'
+   * walks the owner's rows in seq order, checking their receive time, which lets a newest-first
+   * reader that stops early read only the rows it takes. `type`: only rows of that type.
+   */
+  track(
+    userId: string, start: number, end: number, order: 'ASC' | 'DESC', each: (r: TrackedRow) => boolean | void,
+    via: 'received' | 'seq' = 'received', type?: string,
+  ): void {
+    const { since, until } = isoBounds({ since: start, until: end });
     const where = ['user_id = ?'];
     const params: string[] = [userId];
-    if (Number.isFinite(start)) where.push('received_at >= ?'), params.push(new Date(start).toISOString());
-    if (Number.isFinite(end)) where.push('received_at < ?'), params.push(new Date(end).toISOString());
-    const s = this.statement(`SELECT ${TRACK_COLUMNS} FROM events INDEXED BY events_user_received WHERE ${where.join(' AND ')} ORDER BY seq ${order}`);
+    if (type !== undefined) where.push('type = ?'), params.push(type);
+    if (since !== undefined) where.push('received_at >= ?'), params.push(since);
+    if (until !== undefined) where.push('received_at < ?'), params.push(until);
+    const index = via === 'seq' ? 'events_user' : 'events_user_received';
+    const s = this.statement(`SELECT ${TRACK_COLUMNS} FROM events INDEXED BY ${index} WHERE ${where.join(' AND ')} ORDER BY seq ${order}`);
     s.bind(params);
     try {
       while (s.step()) if (each(rowFrom(s.get())) === false) break;
-    } finally {
-      s.reset();
-    }
-  }
-
-  eventById(userId: string, id: string): StoredEvent | null {
-    const s = this.statement(`SELECT ${ROW_COLUMNS} FROM events INDEXED BY events_user_id WHERE user_id = ? AND id = ?`);
-    s.bind([userId, id]);
-    try {
-      return s.step() ? eventFromRow(s.get() as RowValues) : null;
     } finally {
       s.reset();
     }

@@ -13,15 +13,12 @@ import { basename, dirname, join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
-import { LiveWindow, NO_RECENTS, pointOf, type Recents } from '../live-window.ts';
-import { assembleStats, planStats } from '../rollup/assemble.ts';
+import { activeSpan, LiveWindow, NO_RECENTS, RecentsBuilder, type RangeCounts, type Recents } from '../live-window.ts';
+import { assembleStats, planStats, rangeCounts } from '../rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../rollup/codec.ts';
 import { HourRollup, rollupRow, type RollupPart, type RollupRow } from '../rollup/hour.ts';
 import { UserRollups } from '../rollup/user.ts';
-import {
-  ACTIVE_WINDOW_MS, LATENCY_POINTS, RECENT_ACTIVITY, RECENT_ERRORS,
-  type LatencyPoint, type ResolvedRange, type Stats, type StatsRange,
-} from '../stats.ts';
+import type { ResolvedRange, Stats, StatsRange } from '../stats.ts';
 import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs } from './fs.ts';
 import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
 import { manifestFile, readManifest, readSegment, segmentFile, segmentName, type Manifest } from './seal.ts';
@@ -470,31 +467,41 @@ class Engine {
       }
     }
     const edges = HourRollup.fromRows(edgeRows);
-    const recents = scope.window.recents(now, plan.range) ?? (await this.recentsFromRows(userId, now, plan.range));
+    const recents = scope.window.recents(now, plan.range) ??
+      (await this.recentsFromRows(userId, now, plan.range, rangeCounts(plan, scope.rollups, edges)));
     return assembleStats({ plan, rollups: scope.rollups, edges, recents });
   }
 
-  /** Recents as recentsOf computes them, from the range's rows newest first. */
-  private async recentsFromRows(userId: string, now: number, range: ResolvedRange | null): Promise<Recents> {
+  /**
+   * Recents as recentsOf computes them, from rows: the active sessions from the rows of the last 5
+   * minutes (received-time index), and each list from its own walk of the range's rows newest first
+   * (the latest rows, the latest errors, the latest pageloads), which stops once the list holds what
+   * the range has (its counts, from the rollups). Reading every row of the range instead took 30 s
+   * for a past 30-day range at 20M events (the dashboard's comparison period); one walk for all
+   * three lists read four times the rows the separate walks do, for the points.
+   */
+  private async recentsFromRows(userId: string, now: number, range: ResolvedRange | null, counts: RangeCounts): Promise<Recents> {
     const active = new Set<string>();
-    const errors: StoredEvent[] = [], activity: StoredEvent[] = [];
-    const points = new Map<string, LatencyPoint[]>();
-    const from = range ? range.from : -Infinity, to = range ? range.to : Infinity;
-    for (const s of this.sources(userId, 'newest', range ? { since: from, until: to } : {})) {
-      const db = await this.segmentDb(s);
-      db.track(userId, from, to, 'DESC', ({ row, e }) => {
-        const t = row.receivedMs;
-        if (e.sessionId && t <= now && now - t <= ACTIVE_WINDOW_MS) active.add(e.sessionId);
-        if (activity.length < RECENT_ACTIVITY) activity.push(e);
-        if (e.type === 'error' && errors.length < RECENT_ERRORS) errors.push(e);
-        if (row.route === null) return;
-        let list = points.get(row.route);
-        if (!list) points.set(row.route, (list = []));
-        if (list.length < LATENCY_POINTS) list.push(pointOf(e, row.duration!));
-      });
+    const span = activeSpan(now, range);
+    if (span) {
+      for (const s of this.sources(userId, 'newest', { since: span[0], until: span[1] })) {
+        (await this.segmentDb(s)).track(userId, span[0], span[1], 'DESC', ({ e }) => void (e.sessionId && active.add(e.sessionId)));
+      }
     }
-    for (const list of points.values()) list.reverse();
-    return { activeUsers: active.size, errors, activity, points };
+    const latest = new RecentsBuilder(counts);
+    const from = range ? range.from : -Infinity, to = range ? range.to : Infinity;
+    const walks: [type: string | undefined, done: () => boolean, take: (r: TrackedRow) => boolean][] = [
+      [undefined, () => latest.activityDone, ({ e }) => latest.takeActivity(e)],
+      ['error', () => latest.errorsDone, ({ e }) => latest.takeError(e)],
+      ['pageload', () => latest.pointsDone, ({ e, row }) => row.route === null || latest.takePoint(e, row.route, row.duration!)],
+    ];
+    for (const [type, done, take] of walks) {
+      for (const s of this.sources(userId, 'newest', range ? { since: from, until: to } : {})) {
+        if (done()) break;
+        (await this.segmentDb(s)).track(userId, from, to, 'DESC', take, 'seq', type);
+      }
+    }
+    return latest.recents(active.size);
   }
 
   getUser(id: string): AppUser | null {
