@@ -189,6 +189,8 @@ interface SessionSeen { t: number; id: string; lastT: number }
 /** The serialisable state of a LiveWindow (plain JSON data). */
 export interface LiveWindowState {
   newest: number | null;
+  /** Absent in states written before it: -Infinity. */
+  completeFrom?: number | null;
   sessionsSorted: boolean;
   staleSessions: string[];
   sessions: [session: string, t: number, id: string, lastT: number][];
@@ -200,6 +202,12 @@ export interface LiveWindowState {
 export class LiveWindow {
   /** The latest receive time added (an upper bound on every event held). */
   newest = -Infinity;
+  /**
+   * The window holds every event received from this time on, not necessarily those before: it
+   * answers only ranges from at least here (a store that started one part-way, without what came
+   * before, sets it; -Infinity: from the first event).
+   */
+  completeFrom = -Infinity;
   /** Insertion order: a session is moved to the end whenever it is seen. */
   private sessions = new Map<string, SessionSeen>();
   /** True while that order is also ascending `t` (events arrived in receive order). */
@@ -275,12 +283,13 @@ export class LiveWindow {
 
   /**
    * activeUsers, recent errors, activity and points for a stats request, or null when the window
-   * cannot answer exactly: `now` before the newest event, a range ending at or before it, or (rare:
-   * events inserted out of receive order) an answer that may need events the window let go.
+   * cannot answer exactly: `now` before the newest event, a range ending at or before it, a range
+   * reaching before `completeFrom`, or (rare: events inserted out of receive order) an answer that
+   * may need events the window let go.
    */
   recents(now: number, range: ResolvedRange | null): Recents | null {
     const from = range ? range.from : -Infinity;
-    if (now < this.newest || (range && range.to <= this.newest) || this.staleSessions.size) return null;
+    if (now < this.newest || (range && range.to <= this.newest) || this.staleSessions.size || from < this.completeFrom) return null;
     const errors = this.errors.since(from);
     const activity = this.activity.since(from);
     if (!errors || !activity) return null;
@@ -329,6 +338,7 @@ export class LiveWindow {
     const latest = <T>(l: Latest<T>) => ({ pushedOut: finite(l.pushedOut), items: [...l.items] });
     return {
       newest: finite(this.newest),
+      completeFrom: finite(this.completeFrom),
       sessionsSorted: this.sessionsSorted,
       staleSessions: [...this.staleSessions],
       sessions: [...this.sessions].map(([s, v]) => [s, v.t, v.id, v.lastT]),
@@ -346,6 +356,7 @@ export class LiveWindow {
       return l;
     };
     w.newest = state.newest ?? -Infinity;
+    w.completeFrom = state.completeFrom ?? -Infinity;
     w.sessionsSorted = state.sessionsSorted;
     w.staleSessions = new Set(state.staleSessions);
     w.sessions = new Map(state.sessions.map(([s, t, id, lastT]) => [s, { t, id, lastT }]));

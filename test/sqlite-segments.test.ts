@@ -12,10 +12,11 @@ import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
 import { nodeFs } from '../lib/store/fs.ts';
-import { decodeManifest, encodeManifest, readManifest, readSegment } from '../lib/store/seal.ts';
+import { decodeManifest, encodeManifest, readManifest, readSegment, type Manifest } from '../lib/store/seal.ts';
 import { loadSqlJs } from '../lib/store/sqljs.ts';
 import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
 import type { Store } from '../lib/store/types.ts';
+import { RenameHook } from './helpers/hooked-fs.ts';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -68,6 +69,22 @@ async function allPages(store: Store, userId: string, limit: number, filter: { s
     if (!page.nextCursor) return out;
     before = page.nextCursor;
   }
+}
+
+/**
+ * A manifest in the first layout: "WTSEG1\n", the JSON length, the JSON with the windows inside and
+ * the parts in base64, the filter. It predates projects: their parts and windows are left out.
+ */
+function firstLayout(m: Manifest): Uint8Array {
+  const { filter, owners, projectWindows: _w, projectsKnown: _k, ...json } = m;
+  const v1Owners = Object.fromEntries(Object.entries(owners).map(([o, { count, parts }]) => [o, { count, parts: parts.map((p) => Buffer.from(p).toString('base64')) }]));
+  const text = new TextEncoder().encode(JSON.stringify({ ...json, owners: v1Owners }));
+  const v1 = new Uint8Array(7 + 4 + text.length + filter.byteLength);
+  v1.set(new TextEncoder().encode('WTSEG1\n'));
+  new DataView(v1.buffer).setUint32(7, text.length, true);
+  v1.set(text, 11);
+  v1.set(new Uint8Array(filter.buffer, filter.byteOffset, filter.byteLength), 11 + text.length);
+  return v1;
 }
 
 async function checkAll(store: Store, given: StoredEvent[], now: number, label: string) {
@@ -201,23 +218,15 @@ test('manifests: parts in binary, windows and filter read only when needed; the 
       `bounds of segment ${id}`,
     );
     const lean = await readManifest(nodeFs, path, id, { windows: false, filter: () => false });
-    assert.equal(lean, { ...full, windows: {}, filter: new Float64Array(0) }, 'windows and filter skipped');
+    assert.equal(lean, { ...full, windows: {}, projectWindows: null, filter: new Float64Array(0) }, 'windows and filter skipped');
     const withFilter = await readManifest(nodeFs, path, id, { windows: false, filter: (m) => m.id === id });
-    assert.equal(withFilter, { ...full, windows: {} }, 'the filter asked for by the bounds');
+    assert.equal(withFilter, { ...full, windows: {}, projectWindows: null }, 'the filter asked for by the bounds');
     assert.equal(await readManifest(nodeFs, path, id, { windows: true, filter: () => true }), full);
-    // Rewritten in the first layout: "WTSEG1\n", the JSON length, the JSON with the windows inside
-    // and the parts in base64, the filter.
-    const { filter, owners, ...json } = full;
-    const v1Owners = Object.fromEntries(Object.entries(owners).map(([o, { count, parts }]) => [o, { count, parts: parts.map((p) => Buffer.from(p).toString('base64')) }]));
-    const text = new TextEncoder().encode(JSON.stringify({ ...json, owners: v1Owners }));
-    const v1 = new Uint8Array(7 + 4 + text.length + filter.byteLength);
-    v1.set(new TextEncoder().encode('WTSEG1\n'));
-    new DataView(v1.buffer).setUint32(7, text.length, true);
-    v1.set(text, 11);
-    v1.set(new Uint8Array(filter.buffer, filter.byteOffset, filter.byteLength), 11 + text.length);
+    const v1 = firstLayout(full);
     writeFileSync(file, v1);
-    assert.equal(await decodeManifest(v1, file), full, 'the first layout decodes the same');
-    assert.equal(await readManifest(nodeFs, path, id, { windows: false, filter: () => false }), lean, 'and reads the same');
+    const withoutProjects = { ...full, owners: Object.fromEntries(Object.entries(full.owners).map(([o, e]) => [o, { ...e, projects: {} }])), projectWindows: null, projectsKnown: false };
+    assert.equal(await decodeManifest(v1, file), withoutProjects, 'the first layout decodes the same, without projects');
+    assert.equal(await readManifest(nodeFs, path, id, { windows: false, filter: () => false }), { ...withoutProjects, windows: {}, filter: new Float64Array(0) }, 'and reads the same');
   }
   const { store: again } = await open(path, () => now, { sealEvents: 30 });
   await checkAll(again, given, now, 'reopened from first-layout manifests');
@@ -361,6 +370,66 @@ test('stats over ranges that end in the past: recents from the rows newest first
   const rare = first.latencyByRoute['/rare'];
   assert.ok(rare.count > 0 && rare.count < 100 && rare.points.length === rare.count, JSON.stringify(rare.count));
   await store.close();
+});
+
+test('segments sealed before project statistics: a project\'s stats read their rows until idle time rolls up their parts, then the parts', async () => {
+  const dir = tempDir();
+  const path = join(dir, 'watchtower.sqlite');
+  let clock = T0;
+  const { store } = await open(path, () => clock, { sealEvents: 60 });
+  const given: StoredEvent[] = [];
+  for (let i = 0; i < 420; i += 20) {
+    const batch = Array.from({ length: 20 }, (_, k) => {
+      const e = ev(T0 + (i + k) * 7 * 60_000, (i + k) % 5 ? 'u' : 'w', i + k);
+      return (i + k) % 3 ? { ...e, projectId: String(1 + ((i + k) % 2)) } : e;
+    });
+    clock = T0 + (i + 19) * 7 * 60_000;
+    assert.equal(await store.insert(batch), batch);
+    given.push(...batch);
+    await until(async () => (await segmentsOf(store)).hotEvents < 60, `seal after ${i}`);
+  }
+  await until(async () => (await segmentsOf(store)).sealed >= 6, 'six seals');
+  const now = clock + 60_000;
+  await store.close();
+  // As a store from before project statistics left them: every manifest in the first layout.
+  const manifests = readdirSync(dir).filter((f) => f.endsWith('.manifest')).map((f) => join(dir, f)).sort();
+  for (const file of manifests) writeFileSync(file, firstLayout(await decodeManifest(new Uint8Array(readFileSync(file)), file)));
+
+  const check = async (s: Store, label: string) => {
+    for (const owner of ['u', 'w']) {
+      for (const projectId of ['1', '2', '3']) {
+        const mine = given.filter((e) => e.user_id === owner && e.projectId === projectId);
+        const stats = await s.stats(owner, now, undefined, projectId);
+        assert.equal(stats, computeStats(mine, now), `${label}: ${owner} project ${projectId}`);
+        for (const range of [{ from: T0 + 5 * HOUR + 1234, to: T0 + 30 * HOUR }, { from: T0 - DAY, to: now - 3 * HOUR, interval: 'hour' as const }]) {
+          assert.equal(await s.stats(owner, now, range, projectId), computeStats(mine, now, range), `${label}: ${owner} project ${projectId} ${JSON.stringify(range)}`);
+        }
+        assert.equal((await s.list({ userId: owner, projectId, limit: 1000 })).events, [...mine].reverse(), `${label}: list`);
+      }
+    }
+  };
+  // The backfill starts with the newest segment; its manifest's rename is held, so every sealed
+  // segment is still without its projects' parts while the first checks run.
+  const newestManifest = manifests.reduce((a, b) => (Number(/seg-(\d+)\./.exec(a)![1]) > Number(/seg-(\d+)\./.exec(b)![1]) ? a : b));
+  const hook = new RenameHook(newestManifest);
+  hook.arm();
+  const { store: upgraded, logs } = await open(path, () => now, { sealEvents: 60, fsModule: hook.module() });
+  await hook.held();
+  assert.is(((await upgraded.health()).segments as { projectsPending: number }).projectsPending, (await segmentsOf(upgraded)).sealed);
+  await check(upgraded, 'read from rows');
+  hook.release();
+  await until(async () => ((await upgraded.health()).segments as { projectsPending: number }).projectsPending === 0, 'the backfill');
+  assert.ok(logs.some((l) => /projects' statistics rolled up from its rows \(\d+ events in 4 projects\)/.test(l)), logs.join('\n'));
+  await check(upgraded, 'backfilled');
+  await upgraded.close();
+  for (const file of manifests) {
+    const m = await decodeManifest(new Uint8Array(readFileSync(file)), file);
+    assert.ok(m.projectsKnown && Object.values(m.owners).some((o) => Object.keys(o.projects).length > 0), `${file} holds its projects' parts`);
+  }
+  const { store: again } = await open(path, () => now, { sealEvents: 60 });
+  assert.is(((await again.health()).segments as { projectsPending: number }).projectsPending, 0);
+  await check(again, 'reopened');
+  await again.close();
 });
 
 test.run();

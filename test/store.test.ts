@@ -17,11 +17,11 @@ storeContract('sqlite', async () => {
   dirs.push(dir);
   // Retention off: the contract's data sets are dated in the past on purpose.
   return openSqliteStore({ path: join(dir, 'watchtower.sqlite'), retentionDays: 0 });
-}, { rollupStats: true });
+}, { rollupStats: true, projects: true });
 // The same store sealing its hot segment every 40 events: every read crosses sealed segments, and
 // a small cache budget makes them open and close as reads move between them.
 storeContract('sqlite, sealing every 40 events', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'watchtower-contract-'));
   dirs.push(dir);
   return openSqliteStore({ path: join(dir, 'watchtower.sqlite'), retentionDays: 0, sealEvents: 40, cacheMb: 1 });
-}, { rollupStats: true });
+}, { rollupStats: true, projects: true });

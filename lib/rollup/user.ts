@@ -23,6 +23,38 @@ export interface RollupSource {
   daySessions(day: number): number;
 }
 
+/**
+ * A RollupSource with parts on top of another's: events a store holds but has not rolled up yet,
+ * rolled up for one read. Distinct sessions are unions computed per call (nothing is cached).
+ */
+export class WithParts implements RollupSource {
+  constructor(private readonly base: RollupSource, private readonly extra: readonly RollupPart[]) {}
+
+  forEachPart(fromHour: number, toHour: number, fn: (part: RollupPart) => void, byDay?: boolean): void {
+    this.base.forEachPart(fromHour, toHour, fn, byDay);
+    for (const part of this.extra) if (part.hour >= fromHour && part.hour < toHour) fn(part);
+  }
+
+  forEachSession(fromHour: number, toHour: number, fn: (session: string) => void): void {
+    this.base.forEachSession(fromHour, toHour, fn);
+    for (const part of this.extra) if (part.hour >= fromHour && part.hour < toHour) part.forEachSession(fn);
+  }
+
+  hourSessions(hour: number): number {
+    return this.union(hour, hour + 1);
+  }
+
+  daySessions(day: number): number {
+    return this.union(day * 24, day * 24 + 24);
+  }
+
+  private union(fromHour: number, toHour: number): number {
+    const all = new Set<string>();
+    this.forEachSession(fromHour, toHour, (s) => all.add(s));
+    return all.size;
+  }
+}
+
 interface Slot { tag: PartTag; part: HourRollup | FrozenHour }
 
 const dayOfHour = (hour: number) => Math.floor(hour / 24);

@@ -2,18 +2,24 @@
 // `<db>.seg-<id>.manifest`, written after it. The manifest is the seal's commit point: a segment file
 // without one is an unfinished seal (removed at start), a manifest names a complete segment.
 //
-// Manifest layout (version 3): "WTSEG3\n", then four u32 LE lengths (JSON, parts, windows, filter)
+// Manifest layout (version 4): "WTSEG4\n", then four u32 LE lengths (JSON, parts, windows, filter)
 // and the four sections in that order:
-//   - the JSON (ManifestJson: bounds, users, per owner the event count and its parts' byte lengths);
+//   - the JSON (ManifestJson: bounds, users, per owner the event count and its parts' byte lengths,
+//     and the same per project of the owner's);
 //   - the rollup parts, encodePart bytes (lib/rollup/codec.ts) one after the other, owner by owner
-//     in the JSON's order: whatever dimensions a rollup gains travel without a change here;
-//   - the live windows (JSON, gzipped): start-up reads only the newest manifest's;
+//     in the JSON's order, each owner's own parts and then its projects': whatever dimensions a
+//     rollup gains travel without a change here;
+//   - the live windows (JSON `{ owners, projects }`, gzipped): start-up reads only the newest
+//     manifest's;
 //   - the key filter (sorted 53-bit hashes as float64, dedupe.ts): start-up reads only those of
 //     segments within the dedupe window.
 // Start-up reads every manifest up to its parts and no further unless it needs the rest: the
 // windows were ~1.5 MB and the filter ~0.4 MB of a 2 MB manifest at 50,000 events, so reading them
-// all took most of the 1.3 s start-up spent on ~400 manifests. "WTSEG1\n" (the first layout: the
-// JSON length, the JSON with the windows inside and the parts in base64, the filter) is still read.
+// all took most of the 1.3 s start-up spent on ~400 manifests. Earlier layouts are still read and
+// have no project parts (`projectsKnown` false, until the worker backfills them from the rows):
+// "WTSEG3\n" is this layout without projects (its windows section is the owners' windows alone),
+// "WTSEG1\n" the first (the JSON length, the JSON with the windows inside and the parts in base64,
+// the filter).
 import { Buffer } from 'node:buffer';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
@@ -30,11 +36,16 @@ export const manifestFile = (dbPath: string, id: number) => `${dbPath}.seg-${id}
 /** Matches a segment's files beside the database (group 1: id, group 2: kind). */
 export const segmentName = (dbBase: string) => new RegExp(`^${dbBase.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.seg-(\\d+)\\.(sqlite\\.gz|manifest)$`);
 
-/** An owner's share of a sealed segment. */
-export interface OwnerParts {
+/** An owner's share of a sealed segment, or one project's share of it. */
+export interface ScopeParts {
   count: number;
-  /** The owner's rollup parts (encodePart bytes). */
+  /** The rollup parts (encodePart bytes). */
   parts: Uint8Array[];
+}
+
+export interface OwnerParts extends ScopeParts {
+  /** Project id → the parts of the owner's events ingested with that project's key. */
+  projects: Record<string, ScopeParts>;
 }
 
 export interface Manifest extends SegmentBounds {
@@ -48,28 +59,43 @@ export interface Manifest extends SegmentBounds {
   users: AppUser[];
   /** Owner → live window when the segment was sealed (start-up continues from the newest manifest). */
   windows: Record<string, LiveWindowState>;
+  /**
+   * Owner → project id → that project's live window when sealed; null when the manifest has none
+   * (an earlier layout, or one whose project parts were backfilled).
+   */
+  projectWindows: Record<string, Record<string, LiveWindowState>> | null;
+  /** Whether `owners[…].projects` holds the projects' parts: false in layouts before version 4. */
+  projectsKnown: boolean;
   filter: Float64Array;
 }
 
 /** The JSON section: the parts travel as their byte lengths. */
-type ManifestJson = Omit<Manifest, 'owners' | 'windows' | 'filter'> & { owners: Record<string, { count: number; parts: number[] }> };
+type ManifestJson = Omit<Manifest, 'owners' | 'windows' | 'projectWindows' | 'projectsKnown' | 'filter'> & {
+  owners: Record<string, { count: number; parts: number[]; projects: Record<string, { count: number; parts: number[] }> }>;
+};
 
-const MAGIC = new TextEncoder().encode('WTSEG3\n');
+const MAGIC = new TextEncoder().encode('WTSEG4\n');
+const MAGIC_V3 = new TextEncoder().encode('WTSEG3\n');
 const MAGIC_V1 = new TextEncoder().encode('WTSEG1\n');
 const HEAD = MAGIC.length + 16;
 
 export async function encodeManifest(m: Manifest): Promise<Uint8Array> {
-  const { filter, windows, owners, ...rest } = m;
+  if (!m.projectsKnown) throw new Error(`segment ${m.id}: a manifest is written with its projects' parts`);
+  const { filter, windows, projectWindows, projectsKnown: _, owners, ...rest } = m;
   const json: ManifestJson = { ...rest, owners: {} };
   const parts: Uint8Array[] = [];
-  for (const [owner, { count, parts: own }] of Object.entries(owners)) {
-    json.owners[owner] = { count, parts: own.map((p) => p.byteLength) };
+  const lengths = (own: Uint8Array[]) => {
     parts.push(...own);
+    return own.map((p) => p.byteLength);
+  };
+  for (const [owner, { count, parts: own, projects }] of Object.entries(owners)) {
+    json.owners[owner] = { count, parts: lengths(own), projects: {} };
+    for (const [project, p] of Object.entries(projects)) json.owners[owner].projects[project] = { count: p.count, parts: lengths(p.parts) };
   }
   const sections = [
     new TextEncoder().encode(JSON.stringify(json)),
     concat(parts),
-    await gzip(JSON.stringify(windows), { level: 1 }),
+    await gzip(JSON.stringify({ owners: windows, projects: projectWindows }), { level: 1 }),
     new Uint8Array(filter.buffer, filter.byteOffset, filter.byteLength),
   ];
   const out = new Uint8Array(HEAD + sections.reduce((n, b) => n + b.byteLength, 0));
@@ -111,7 +137,8 @@ const ALL: ManifestWants = { windows: true, filter: () => true };
  */
 export async function decodeManifest(bytes: Uint8Array, path: string, wants: ManifestWants = ALL): Promise<Manifest> {
   if (startsWith(bytes, MAGIC_V1)) return decodeV1(bytes, wants);
-  if (!startsWith(bytes, MAGIC) || bytes.byteLength < HEAD) throw new Error(`${path} is not a segment manifest`);
+  const v4 = startsWith(bytes, MAGIC);
+  if (!(v4 || startsWith(bytes, MAGIC_V3)) || bytes.byteLength < HEAD) throw new Error(`${path} is not a segment manifest`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const [jsonLength, partsLength, windowsLength, filterLength] = [0, 1, 2, 3].map((i) => view.getUint32(MAGIC.length + 4 * i, true));
   const section = (start: number, length: number) => {
@@ -120,13 +147,19 @@ export async function decodeManifest(bytes: Uint8Array, path: string, wants: Man
   };
   const json = JSON.parse(new TextDecoder().decode(section(HEAD, jsonLength))) as ManifestJson;
   const partBytes = section(HEAD + jsonLength, partsLength);
-  const m: Manifest = { ...json, owners: {}, windows: {}, filter: new Float64Array(0) };
+  const m: Manifest = { ...json, owners: {}, windows: {}, projectWindows: null, projectsKnown: v4, filter: new Float64Array(0) };
   let at = 0;
-  for (const [owner, { count, parts }] of Object.entries(json.owners)) {
-    m.owners[owner] = { count, parts: parts.map((n) => partBytes.subarray(at, (at += n))) };
+  const cut = (lengths: number[]) => lengths.map((n) => partBytes.subarray(at, (at += n)));
+  for (const [owner, { count, parts, projects }] of Object.entries(json.owners)) {
+    m.owners[owner] = { count, parts: cut(parts), projects: {} };
+    for (const [project, p] of Object.entries(projects ?? {})) m.owners[owner].projects[project] = { count: p.count, parts: cut(p.parts) };
   }
   const windowsAt = HEAD + jsonLength + partsLength;
-  if (wants.windows) m.windows = JSON.parse(new TextDecoder().decode(await gunzip(section(windowsAt, windowsLength))));
+  if (wants.windows) {
+    const windows = JSON.parse(new TextDecoder().decode(await gunzip(section(windowsAt, windowsLength))));
+    if (v4) [m.windows, m.projectWindows] = [windows.owners, windows.projects];
+    else m.windows = windows;
+  }
   if (wants.filter(m)) m.filter = filterOf(section(windowsAt + windowsLength, filterLength));
   return m;
 }
@@ -135,11 +168,13 @@ export async function decodeManifest(bytes: Uint8Array, path: string, wants: Man
 function decodeV1(bytes: Uint8Array, wants: ManifestWants): Manifest {
   const length = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(MAGIC_V1.length, true);
   const start = MAGIC_V1.length + 4;
-  type V1 = Omit<Manifest, 'owners' | 'filter'> & { owners: Record<string, { count: number; parts: string[] }> };
+  type V1 = Omit<Manifest, 'owners' | 'filter' | 'projectWindows' | 'projectsKnown'> & { owners: Record<string, { count: number; parts: string[] }> };
   const json = JSON.parse(new TextDecoder().decode(bytes.subarray(start, start + length))) as V1;
   const owners: Manifest['owners'] = {};
-  for (const [owner, { count, parts }] of Object.entries(json.owners)) owners[owner] = { count, parts: parts.map(fromBase64) };
-  const m: Manifest = { ...json, owners, windows: wants.windows ? json.windows : {}, filter: new Float64Array(0) };
+  for (const [owner, { count, parts }] of Object.entries(json.owners)) owners[owner] = { count, parts: parts.map(fromBase64), projects: {} };
+  const m: Manifest = {
+    ...json, owners, windows: wants.windows ? json.windows : {}, projectWindows: null, projectsKnown: false, filter: new Float64Array(0),
+  };
   if (wants.filter(m)) m.filter = filterOf(bytes.subarray(start + length));
   return m;
 }
@@ -159,7 +194,7 @@ export async function readManifest(fs: StoreFs, dbPath: string, id: number, want
   const head = await fs.readStart(path, HEAD);
   if (!head) throw missing();
   let bytes: Uint8Array | null = null;
-  if (startsWith(head, MAGIC) && head.byteLength === HEAD) {
+  if ((startsWith(head, MAGIC) || startsWith(head, MAGIC_V3)) && head.byteLength === HEAD) {
     const view = new DataView(head.buffer, head.byteOffset, HEAD);
     const upToParts = HEAD + view.getUint32(MAGIC.length, true) + view.getUint32(MAGIC.length + 4, true);
     bytes = await fs.readStart(path, upToParts);
@@ -184,11 +219,19 @@ export async function writeSegment(fs: StoreFs, dbPath: string, database: Uint8A
   const segTmp = `${segmentFile(dbPath, manifest.id)}.tmp`;
   await writeNewFile(fs, segTmp, packed, 2 << 20);
   await renameDurably(fs, segTmp, segmentFile(dbPath, manifest.id));
+  return packed.length + (await writeManifest(fs, dbPath, manifest));
+}
+
+/**
+ * Writes (or replaces) a segment's manifest: temp → fsync → rename → fsync dir, so a crash leaves
+ * the old one or the new one. Returns its size.
+ */
+export async function writeManifest(fs: StoreFs, dbPath: string, manifest: Manifest): Promise<number> {
   const bytes = await encodeManifest(manifest);
-  const manTmp = `${manifestFile(dbPath, manifest.id)}.tmp`;
-  await writeNewFile(fs, manTmp, bytes);
-  await renameDurably(fs, manTmp, manifestFile(dbPath, manifest.id));
-  return packed.length + bytes.length;
+  const tmp = `${manifestFile(dbPath, manifest.id)}.tmp`;
+  await writeNewFile(fs, tmp, bytes);
+  await renameDurably(fs, tmp, manifestFile(dbPath, manifest.id));
+  return bytes.length;
 }
 
 /** A sealed segment's database bytes. */

@@ -22,6 +22,8 @@ export interface SealedSegment extends SegmentBounds {
   owners: Set<string>;
   /** Being written: readable from memory only. */
   writing: boolean;
+  /** Its manifest has its projects' rollup parts (see Manifest.projectsKnown). */
+  projectsKnown: boolean;
 }
 
 interface Entry { segment: SealedSegment; db: SegmentDb | null; loading: Promise<SegmentDb> | null }

@@ -60,6 +60,29 @@ export function rowFrom(v: unknown[]): TrackedRow {
   return { seq: v[0] as number, owner: ownerKey(e.user_id), row: rollupRow(e), e };
 }
 
+/** Rows of one owner for SegmentDb.track. */
+export interface TrackQuery {
+  userId: string;
+  /** Receive times [start, end); infinite bounds are none. */
+  start: number;
+  end: number;
+  order: 'ASC' | 'DESC';
+  /** The index walked (see track); 'received' unless said. */
+  via?: 'received' | 'seq';
+  /** Only rows of this type. */
+  type?: string;
+  /** Only rows of events ingested with this project's key. */
+  projectId?: string;
+}
+
+/**
+ * A project filter. The project lives in the row's metadata JSON, with the fields no column holds:
+ * every segment has it there, those sealed before projects existed included, and a column would
+ * cost each insert a bind that only project filters use. Filters by project walk the owner's rows
+ * as type filters do.
+ */
+const PROJECT_IS = "json_extract(metadata, '$.projectId') = ?";
+
 export interface SeqRows {
   events: StoredEvent[];
   seqs: number[];
@@ -103,6 +126,7 @@ export class SegmentDb {
     };
     add('type = ?', q.type);
     add('app_version = ?', q.version);
+    add(PROJECT_IS, q.projectId);
     add('received_at >= ?', since);
     add('received_at < ?', until);
     add('seq < ?', q.beforeSeq);
@@ -130,23 +154,37 @@ export class SegmentDb {
    * The owner's rows received in [start, end), by seq; `each` sees every one and may stop (false).
    * `via`: the index walked. 'received' finds a narrow span's rows (and sorts them by seq); 'seq'
    * walks the owner's rows in seq order, checking their receive time, which lets a newest-first
-   * reader that stops early read only the rows it takes. `type`: only rows of that type.
+   * reader that stops early read only the rows it takes.
    */
-  track(
-    userId: string, start: number, end: number, order: 'ASC' | 'DESC', each: (r: TrackedRow) => boolean | void,
-    via: 'received' | 'seq' = 'received', type?: string,
-  ): void {
-    const { since, until } = isoBounds({ since: start, until: end });
+  track(q: TrackQuery, each: (r: TrackedRow) => boolean | void): void {
+    const { since, until } = isoBounds({ since: q.start, until: q.end });
     const where = ['user_id = ?'];
-    const params: string[] = [userId];
-    if (type !== undefined) where.push('type = ?'), params.push(type);
-    if (since !== undefined) where.push('received_at >= ?'), params.push(since);
-    if (until !== undefined) where.push('received_at < ?'), params.push(until);
-    const index = via === 'seq' ? 'events_user' : 'events_user_received';
-    const s = this.statement(`SELECT ${TRACK_COLUMNS} FROM events INDEXED BY ${index} WHERE ${where.join(' AND ')} ORDER BY seq ${order}`);
+    const params: string[] = [q.userId];
+    const add = (cond: string, value: string | undefined) => {
+      if (value === undefined) return;
+      where.push(cond);
+      params.push(value);
+    };
+    add('type = ?', q.type);
+    add(PROJECT_IS, q.projectId);
+    add('received_at >= ?', since);
+    add('received_at < ?', until);
+    const index = q.via === 'seq' ? 'events_user' : 'events_user_received';
+    const s = this.statement(`SELECT ${TRACK_COLUMNS} FROM events INDEXED BY ${index} WHERE ${where.join(' AND ')} ORDER BY seq ${q.order}`);
     s.bind(params);
     try {
       while (s.step()) if (each(rowFrom(s.get())) === false) break;
+    } finally {
+      s.reset();
+    }
+  }
+
+  /** Rows of events ingested with a project key, seq in [fromSeq, endSeq), by seq. */
+  projectRows(fromSeq: number, endSeq: number, each: (r: TrackedRow) => void): void {
+    const s = this.statement(`SELECT ${TRACK_COLUMNS} FROM events WHERE seq >= ? AND seq < ? AND json_extract(metadata, '$.projectId') IS NOT NULL ORDER BY seq`);
+    s.bind([fromSeq, endSeq]);
+    try {
+      while (s.step()) each(rowFrom(s.get()));
     } finally {
       s.reset();
     }

@@ -44,7 +44,11 @@ export interface HealthFigures {
   lastSnapshot: { at: string; events: number; bytes: number; heldMs: number; totalMs: number } | null;
   prunedEvents: number;
   startup: { replayedEntries: number; replayMs: number; tornLinesSkipped: number; ms: number };
-  segments: { sealed: number; hotEvents: number; cacheBytes: number; cacheOpen: number; lastSeal: SealFigures | null };
+  segments: {
+    sealed: number; hotEvents: number; cacheBytes: number; cacheOpen: number; lastSeal: SealFigures | null;
+    /** Segments sealed before project statistics were kept whose projects are not rolled up yet. */
+    projectsPending: number;
+  };
 }
 
 export interface SealAnswer {
@@ -82,7 +86,7 @@ export type Request =
   /** Journal lines (entries the main thread decided are new), applied in order. */
   | { op: 'apply'; lines: string; now: number }
   | { op: 'rows'; query: RowsQuery }
-  | { op: 'stats'; userId: string; now: number; range?: StatsRange }
+  | { op: 'stats'; userId: string; now: number; range?: StatsRange; projectId?: string }
   | { op: 'getUser'; idpUserId: string }
   | { op: 'health' }
   | { op: 'prune'; now: number }

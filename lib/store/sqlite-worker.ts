@@ -13,15 +13,16 @@ import { basename, dirname, join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
-import { activeSpan, LiveWindow, NO_RECENTS, RecentsBuilder, type RangeCounts, type Recents } from '../live-window.ts';
+import { activeSpan, NO_RECENTS, RecentsBuilder, type RangeCounts, type Recents } from '../live-window.ts';
 import { assembleStats, planStats, rangeCounts } from '../rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../rollup/codec.ts';
 import { HourRollup, rollupRow, type RollupPart, type RollupRow } from '../rollup/hour.ts';
-import { UserRollups } from '../rollup/user.ts';
-import type { ResolvedRange, Stats, StatsRange } from '../stats.ts';
+import { UserRollups, WithParts } from '../rollup/user.ts';
+import { HOUR_MS, type ResolvedRange, type Stats, type StatsRange } from '../stats.ts';
 import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs } from './fs.ts';
 import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
-import { manifestFile, readManifest, readSegment, segmentFile, segmentName, type Manifest } from './seal.ts';
+import { manifestFile, readManifest, readSegment, segmentFile, segmentName, writeManifest, type Manifest, type OwnerParts, type ScopeParts } from './seal.ts';
+import { Scopes } from './scopes.ts';
 import { SegmentCache, type SealedSegment } from './segment-cache.ts';
 import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow } from './segment.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
@@ -35,6 +36,8 @@ const PRUNE_BATCH = 2000;
 const COPY_SLICE = 4 << 20;
 /** Hour parts a seal encodes between two turns of the event loop (~10 ms of work). */
 const ENCODE_SLICE = 24;
+/** Seqs of a segment the project backfill reads between two turns of the event loop (~5 ms). */
+const BACKFILL_SLICE = 4000;
 /** Manifests read at once at start-up. */
 const MANIFEST_READS = 16;
 /** Snapshot bytes written between two syncs of the temp file (see writeNewFile). */
@@ -48,8 +51,6 @@ class CorruptFile extends Error {
 const port = parentPort!;
 const post = (m: FromWorker) => port.postMessage(m);
 const log = (msg: string) => post({ log: msg });
-
-interface Scope { rollups: UserRollups; window: LiveWindow }
 
 const INSERT = `INSERT OR IGNORE INTO events (seq, id, type, timestamp, source, session_id, page_url, message, severity, app_version,
   metadata, received_at, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
@@ -78,8 +79,19 @@ class Engine {
   /** Journal segments up to this are wholly in sealed segments. */
   private sealedJournal: number;
   private sealed: SegmentCache;
-  /** Per owner: the rollups (tag = segment id) and the live window statistics come from. */
-  private scopes = new Map<string, Scope>();
+  /** Per owner and per project: the rollups (tag = segment id) and live windows statistics come from. */
+  private scopes = new Scopes();
+  /**
+   * Sealed segments whose manifest predates project statistics, newest first: idle time rolls up
+   * their projects' parts from their rows (backfillStep). Until then a project's statistics read
+   * those segments' rows of the project instead.
+   */
+  private backfill: number[] = [];
+  /** The backfill's segment and what its slices collected so far. */
+  private backfilling: { id: number; nextSeq: number; rows: Map<string, Map<string, RollupRow[]>> } | null = null;
+  /** Segments backfilled: a stats read that saw one of them change reads again (see stats). */
+  private projectsBackfilled = 0;
+  private closed = false;
   /**
    * While starting (derive to hotKeys): the (seq, owner, id) of every hot row counted, for the main
    * thread's dedupe set. Retention may then prune the oldest seqs; hotKeys() leaves those out.
@@ -147,32 +159,14 @@ class Engine {
     if (ms > this.hotReceived.max) this.hotReceived.max = ms;
   }
 
-  /** Counts a stored event in its owner's rollups and live window (unowned events count for no one). */
-  private track(owner: string, row: RollupRow, e: StoredEvent) {
-    if (owner === '') return;
-    let scope = this.scopes.get(owner);
-    if (!scope) this.scopes.set(owner, (scope = { rollups: new UserRollups(), window: new LiveWindow() }));
-    scope.rollups.add(row, this.hotId);
-    scope.window.add(e, row.receivedMs, row.route);
-  }
-
   /** Counts a hot row (track); while starting, also keeps its key for hotKeys(). */
   private count(seq: number, owner: string, row: RollupRow, e: StoredEvent) {
-    this.track(owner, row, e);
+    this.scopes.add(owner, row, e, this.hotId);
     const keys = this.startKeys;
     if (!keys) return;
     keys.seqs.push(seq);
     keys.owners.push(owner);
     keys.ids.push(e.id);
-  }
-
-  /** Takes back a hot event retention removed: always the oldest stored, as LiveWindow.remove needs. */
-  private untrack(owner: string, row: RollupRow, e: StoredEvent) {
-    const scope = this.scopes.get(owner);
-    if (!scope) return;
-    scope.rollups.remove(row, this.hotId);
-    scope.window.remove(e, row.receivedMs, row.route);
-    if (scope.rollups.empty) this.scopes.delete(owner);
   }
 
   /** Inserts events into the hot segment (in one transaction). Returns how many were new. */
@@ -243,25 +237,26 @@ class Engine {
    */
   derive(manifests: Manifest[], windowsCutoff: number): void {
     this.scopes.clear();
-    const scopeOf = (owner: string) => {
-      let scope = this.scopes.get(owner);
-      if (!scope) this.scopes.set(owner, (scope = { rollups: new UserRollups(), window: new LiveWindow() }));
-      return scope;
-    };
-    for (const m of manifests) {
-      if (!this.sealed.has(m.id)) continue;
-      for (const [owner, { parts }] of Object.entries(m.owners)) {
-        const scope = scopeOf(owner);
-        for (const p of parts) scope.rollups.setPart(FrozenHour.decode(p), m.id);
+    const held = manifests.filter((m) => this.sealed.has(m.id));
+    // Project windows made from nothing are complete only after every event they may have missed:
+    // those of segments without project parts, and those of the newest if it kept no project windows.
+    const newest = manifests[manifests.length - 1];
+    const unknown = held.filter((m) => !m.projectsKnown);
+    this.backfill = unknown.map((m) => m.id).reverse();
+    const missed = [...unknown, ...(newest && newest.projectWindows === null ? [newest] : [])];
+    this.scopes.projectWindowsFrom = missed.length ? Math.max(...missed.map((m) => m.maxReceived)) + 1 : -Infinity;
+    for (const m of held) {
+      for (const [owner, { parts, projects }] of Object.entries(m.owners)) {
+        for (const p of parts) this.scopes.setPart(owner, undefined, FrozenHour.decode(p), m.id);
+        for (const [project, own] of Object.entries(projects)) {
+          for (const p of own.parts) this.scopes.setPart(owner, project, FrozenHour.decode(p), m.id);
+        }
       }
     }
-    const newest = manifests[manifests.length - 1];
     if (newest) {
-      for (const [owner, state] of Object.entries(newest.windows)) {
-        const scope = this.scopes.get(owner);
-        if (!scope) continue;
-        scope.window = LiveWindow.fromJSON(state);
-        if (windowsCutoff > -Infinity) scope.window.dropBefore(windowsCutoff);
+      for (const [owner, state] of Object.entries(newest.windows)) this.scopes.setWindow(owner, undefined, state, windowsCutoff);
+      for (const [owner, projects] of Object.entries(newest.projectWindows ?? {})) {
+        for (const [project, state] of Object.entries(projects)) this.scopes.setWindow(owner, project, state, windowsCutoff);
       }
     }
     this.startKeys = { seqs: [], owners: [], ids: [] };
@@ -322,7 +317,8 @@ class Engine {
     }
     const keys: string[] = [];
     for (const { owner, row, e } of rows) {
-      this.untrack(owner, row, e);
+      // Always the oldest stored, as LiveWindow.remove needs.
+      this.scopes.remove(owner, row, e, this.hotId);
       keys.push(owner, e.id);
     }
     // The main thread's dedupe set must forget them, or a re-sent pruned event would be ignored.
@@ -344,11 +340,7 @@ class Engine {
   private dropSegment(s: SealedSegment, cutoff: number): void {
     this.sealed.remove(s.id);
     this.prunedTotal += s.count;
-    for (const [owner, scope] of this.scopes) {
-      scope.rollups.drop(s.id);
-      scope.window.dropBefore(cutoff);
-      if (scope.rollups.empty) this.scopes.delete(owner);
-    }
+    this.scopes.drop(s.id, cutoff);
     const { path } = this.args;
     this.removals = this.removals
       .then(async () => {
@@ -456,20 +448,36 @@ class Engine {
    * rollups, the partial hours at a range's edges from its rows, recents from the live window (or,
    * when it cannot answer exactly, from the range's rows).
    */
-  async stats(userId: string, now: number, range?: StatsRange): Promise<Stats> {
-    const scope = userId === '' ? undefined : this.scopes.get(userId);
-    const plan = planStats(now, range, scope?.window.newest);
-    if (!scope) return assembleStats({ plan, rollups: new UserRollups(), edges: [], recents: NO_RECENTS });
-    const edgeRows: RollupRow[] = [];
-    for (const [start, end] of plan.rawSpans) {
-      for (const s of this.sources(userId, 'oldest', { since: start, until: end })) {
-        (await this.segmentDb(s)).track(userId, start, end, 'ASC', (r) => void edgeRows.push(r.row));
-      }
+  async stats(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats> {
+    // A segment backfilled while the reads below wait would count twice (its rows, then its parts).
+    for (;;) {
+      const backfilled = this.projectsBackfilled;
+      const stats = await this.statsOnce(userId, now, range, projectId);
+      if (backfilled === this.projectsBackfilled) return stats;
     }
-    const edges = HourRollup.fromRows(edgeRows);
-    const recents = scope.window.recents(now, plan.range) ??
-      (await this.recentsFromRows(userId, now, plan.range, rangeCounts(plan, scope.rollups, edges)));
-    return assembleStats({ plan, rollups: scope.rollups, edges, recents });
+  }
+
+  private async statsOnce(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats> {
+    const stat = userId === '' ? undefined : this.scopes.get(userId, projectId);
+    const plan = planStats(now, range, stat?.window.newest);
+    // Segments sealed before project statistics were kept have no parts of the project (until
+    // backfillStep gives them some): its rows there count as raw rows, over the whole hours too.
+    const [h0, h1] = plan.fullHours;
+    const unknown = projectId === undefined || userId === '' ? [] : this.sealed.newestFirst().filter((s) =>
+      !s.projectsKnown && s.owners.has(userId) && s.maxReceived >= h0 * HOUR_MS && s.minReceived < h1 * HOUR_MS);
+    if (!stat && !unknown.length) return assembleStats({ plan, rollups: new UserRollups(), edges: [], recents: NO_RECENTS });
+    const rowsOf = async (start: number, end: number, from: ('hot' | SealedSegment)[]) => {
+      const rows: RollupRow[] = [];
+      for (const s of from) (await this.segmentDb(s)).track({ userId, start, end, order: 'ASC', projectId }, (r) => void rows.push(r.row));
+      return HourRollup.fromRows(rows);
+    };
+    const edges: RollupPart[] = [];
+    for (const [start, end] of plan.rawSpans) edges.push(...(await rowsOf(start, end, this.sources(userId, 'oldest', { since: start, until: end }))));
+    const own = stat?.rollups ?? new UserRollups();
+    const rollups = unknown.length ? new WithParts(own, await rowsOf(h0 * HOUR_MS, h1 * HOUR_MS, unknown)) : own;
+    const recents = stat?.window.recents(now, plan.range) ??
+      (await this.recentsFromRows(userId, projectId, now, plan.range, rangeCounts(plan, rollups, edges)));
+    return assembleStats({ plan, rollups, edges, recents });
   }
 
   /**
@@ -480,12 +488,12 @@ class Engine {
    * for a past 30-day range at 20M events (the dashboard's comparison period); one walk for all
    * three lists read four times the rows the separate walks do, for the points.
    */
-  private async recentsFromRows(userId: string, now: number, range: ResolvedRange | null, counts: RangeCounts): Promise<Recents> {
+  private async recentsFromRows(userId: string, projectId: string | undefined, now: number, range: ResolvedRange | null, counts: RangeCounts): Promise<Recents> {
     const active = new Set<string>();
     const span = activeSpan(now, range);
     if (span) {
       for (const s of this.sources(userId, 'newest', { since: span[0], until: span[1] })) {
-        (await this.segmentDb(s)).track(userId, span[0], span[1], 'DESC', ({ e }) => void (e.sessionId && active.add(e.sessionId)));
+        (await this.segmentDb(s)).track({ userId, projectId, start: span[0], end: span[1], order: 'DESC' }, ({ e }) => void (e.sessionId && active.add(e.sessionId)));
       }
     }
     const latest = new RecentsBuilder(counts);
@@ -498,7 +506,7 @@ class Engine {
     for (const [type, done, take] of walks) {
       for (const s of this.sources(userId, 'newest', range ? { since: from, until: to } : {})) {
         if (done()) break;
-        (await this.segmentDb(s)).track(userId, from, to, 'DESC', take, 'seq', type);
+        (await this.segmentDb(s)).track({ userId, projectId, start: from, end: to, order: 'DESC', via: 'seq', type }, take);
       }
     }
     return latest.recents(active.size);
@@ -526,7 +534,10 @@ class Engine {
       lastSnapshot: this.lastSnapshot,
       prunedEvents: this.prunedTotal,
       startup: this.startup,
-      segments: { sealed: this.sealed.size, hotEvents: this.hotCount, cacheBytes: this.sealed.openBytes, cacheOpen: this.sealed.openCount, lastSeal: this.lastSeal },
+      segments: {
+        sealed: this.sealed.size, hotEvents: this.hotCount, cacheBytes: this.sealed.openBytes, cacheOpen: this.sealed.openCount, lastSeal: this.lastSeal,
+        projectsPending: this.backfill.length,
+      },
     };
   }
 
@@ -614,18 +625,18 @@ class Engine {
     // from what inserts tracked (a scan for them took 15–25 ms at 50,000 events) and its bytes are
     // copied after the swap.
     const minSeq = old.scalar('SELECT MIN(seq) FROM events') ?? this.maxSeq;
+    // The parts of this segment (inserts from now on go to the next one's) and the windows.
+    const { shares, windows, projectWindows } = this.scopes.sealed(id);
     const owners: Manifest['owners'] = {};
-    const windows: Manifest['windows'] = {};
-    const toEncode: [Manifest['owners'][string], RollupPart[], UserRollups][] = [];
-    for (const [owner, scope] of this.scopes) {
-      // The parts of this segment: inserts from now on go to the next one's.
-      const parts = scope.rollups.parts(id);
-      if (parts.length) {
-        owners[owner] = { count: parts.reduce((n, p) => n + p.total, 0), parts: [] };
-        toEncode.push([owners[owner], parts, scope.rollups]);
+    const toEncode: [entry: ScopeParts, parts: RollupPart[], owner: string, project: string | undefined][] = [];
+    const total = (parts: RollupPart[]) => parts.reduce((n, p) => n + p.total, 0);
+    for (const { owner, parts, projects } of shares) {
+      const entry: OwnerParts = (owners[owner] = { count: total(parts), parts: [], projects: {} });
+      toEncode.push([entry, parts, owner, undefined]);
+      for (const [project, own] of projects) {
+        entry.projects[project] = { count: total(own), parts: [] };
+        toEncode.push([entry.projects[project], own, owner, project]);
       }
-      // As of the seal: start-up adds the later hot rows on top of it.
-      windows[owner] = scope.window.toJSON();
     }
     const file = databaseFile(old.db) ?? old.export();
     const manifest: Manifest = {
@@ -639,6 +650,8 @@ class Engine {
       bytes: file.length,
       owners,
       windows,
+      projectWindows,
+      projectsKnown: true,
       users: [],
       // The main thread fills it in from the exact ids it holds for this segment.
       filter: new Float64Array(0),
@@ -672,7 +685,7 @@ class Engine {
     // Encoding a segment's hour parts took up to 230 ms for a few busy days: done in slices, with
     // the messages that arrive meanwhile (reads, inserts) handled between them. Each part is
     // replaced by its frozen form, which takes less memory and reads the same.
-    for (const [entry, parts, rollups] of toEncode) {
+    for (const [entry, parts, owner, project] of toEncode) {
       for (let i = 0; i < parts.length; i += ENCODE_SLICE) {
         if (i > 0) await new Promise((r) => setTimeout(r, 0));
         // Retention dropped the segment meanwhile (only when it alone exceeds the event limit).
@@ -680,7 +693,7 @@ class Engine {
         for (const part of parts.slice(i, i + ENCODE_SLICE)) {
           const bytes = encodePart(part);
           entry.parts.push(bytes);
-          rollups.setPart(FrozenHour.decode(bytes), id);
+          this.scopes.setPart(owner, project, FrozenHour.decode(bytes), id);
         }
       }
     }
@@ -719,21 +732,77 @@ class Engine {
   }
 
   /**
-   * Work for when no message is waiting: merges days of an owner's rollups that reads took hour by
-   * hour (UserRollups.mergePending, one owner's budget at a time). True while some are left.
+   * Work for when no message is waiting, a slice at a time; true while some is left: merging days
+   * of rollups that reads took hour by hour (UserRollups.mergePending, one owner's budget at a
+   * time), then rolling up the projects of segments sealed before project statistics were kept.
    */
-  mergeIdle(): boolean {
-    for (const scope of this.scopes.values()) {
-      if (scope.rollups.mergesPending) {
-        scope.rollups.mergePending();
-        return true;
+  async idleStep(): Promise<boolean> {
+    if (this.closed) return false;
+    if (this.scopes.mergeIdle()) return true;
+    return this.backfillStep();
+  }
+
+  /**
+   * One slice of the backfill: BACKFILL_SLICE seqs of the newest segment still without its
+   * projects' parts, whose rows with a project are collected by owner and project. After the last
+   * slice the parts are set and the segment counts as known, at once (reads then stop reading its
+   * rows for a project), and its manifest is rewritten with the parts.
+   */
+  private async backfillStep(): Promise<boolean> {
+    const id = this.backfill[0];
+    if (id === undefined) return false;
+    const segment = this.sealed.get(id);
+    if (!segment || segment.projectsKnown) {
+      this.backfill.shift();
+      return this.backfill.length > 0;
+    }
+    let b = this.backfilling;
+    if (b?.id !== id) b = this.backfilling = { id, nextSeq: segment.minSeq, rows: new Map() };
+    // Opened for each slice: between two, a read may have let the cache close it.
+    const db = await this.sealed.open(id);
+    if (this.closed || this.backfilling !== b || !this.sealed.has(id)) return !this.closed;
+    const end = Math.min(b.nextSeq + BACKFILL_SLICE, segment.maxSeq + 1);
+    db.projectRows(b.nextSeq, end, ({ owner, row, e }) => {
+      let projects = b.rows.get(owner);
+      if (!projects) b.rows.set(owner, (projects = new Map()));
+      let rows = projects.get(e.projectId!);
+      if (!rows) projects.set(e.projectId!, (rows = []));
+      rows.push(row);
+    });
+    b.nextSeq = end;
+    if (end <= segment.maxSeq) return true;
+    const found: Record<string, Record<string, ScopeParts>> = {};
+    for (const [owner, projects] of b.rows) {
+      for (const [project, rows] of projects) (found[owner] ??= {})[project] = { count: rows.length, parts: HourRollup.fromRows(rows).map(encodePart) };
+    }
+    // The manifest first: until the parts are set below, reads take the segment's rows.
+    try {
+      const m = await readManifest(this.fs, this.args.path, id, { windows: true, filter: () => true });
+      for (const [owner, entry] of Object.entries(m.owners)) entry.projects = found[owner] ?? {};
+      m.projectsKnown = true;
+      await writeManifest(this.fs, this.args.path, m);
+    } catch (err) {
+      log(`segment ${id}: writing its projects' parts failed; the next start rolls them up again: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    this.backfill.shift();
+    this.backfilling = null;
+    // Retention may have dropped it meanwhile (its manifest goes too, or start-up removes it).
+    if (!this.sealed.has(id) || this.closed) return !this.closed;
+    for (const [owner, projects] of Object.entries(found)) {
+      for (const [project, { parts }] of Object.entries(projects)) {
+        for (const bytes of parts) this.scopes.setPart(owner, project, FrozenHour.decode(bytes), id);
       }
     }
-    return false;
+    segment.projectsKnown = true;
+    this.projectsBackfilled++;
+    const shares = Object.values(found).flatMap((p) => Object.values(p));
+    log(`segment ${id}: its projects' statistics rolled up from its rows (${shares.reduce((n, p) => n + p.count, 0)} events in ${shares.length} projects)`);
+    return this.backfill.length > 0;
   }
 
   /** Resolves once the files of dropped segments are gone. */
   async close(): Promise<void> {
+    this.closed = true;
     this.hot.close();
     this.sealed.close();
     await this.removals;
@@ -743,7 +812,7 @@ class Engine {
 function sealedOf(m: Manifest): SealedSegment {
   return {
     id: m.id, count: m.count, minSeq: m.minSeq, maxSeq: m.maxSeq, minReceived: m.minReceived, maxReceived: m.maxReceived,
-    bytes: m.bytes, owners: new Set(Object.keys(m.owners)), writing: false,
+    bytes: m.bytes, owners: new Set(Object.keys(m.owners)), writing: false, projectsKnown: m.projectsKnown,
   };
 }
 
@@ -899,7 +968,7 @@ function handle(req: Request): Handled {
       return { answer: rows, holds: rows };
     }
     case 'stats': {
-      const stats = engine.stats(req.userId, req.now, req.range);
+      const stats = engine.stats(req.userId, req.now, req.range, req.projectId);
       return { answer: stats, holds: stats };
     }
     case 'getUser':
@@ -936,14 +1005,27 @@ let ready: Promise<unknown> = Promise.resolve();
 /** Messages received whose database work is not done; idle work runs only when there are none. */
 let busy = 0;
 let idleScheduled = false;
+/** An idle step is under way (it may wait for a segment to open): the next starts after it. */
+let idleRunning = false;
 
-/** Runs Engine.mergeIdle a slice at a time while no message is waiting. */
+/** Runs Engine.idleStep a step at a time while no message is waiting. */
 function whenIdle() {
-  if (busy || idleScheduled || !engine) return;
+  if (busy || idleScheduled || idleRunning || !engine) return;
   idleScheduled = true;
   setTimeout(() => {
     idleScheduled = false;
-    if (!busy && engine?.mergeIdle()) whenIdle();
+    if (busy || !engine) return;
+    idleRunning = true;
+    engine.idleStep().then(
+      (more) => {
+        idleRunning = false;
+        if (more) whenIdle();
+      },
+      (err: unknown) => {
+        idleRunning = false;
+        log(`idle work failed: ${err instanceof Error ? err.message : String(err)}`);
+      },
+    );
   }, 0);
 }
 

@@ -565,11 +565,11 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         afterSeq = batch.lastSeq!;
       }
     },
-    async stats(userId, now, range): Promise<Stats> {
+    async stats(userId, now, range, projectId): Promise<Stats> {
       alive();
       // Checked here: a RangeError thrown in the worker would arrive as a plain Error.
       const resolved = resolveRange(range, now);
-      return request<Stats>({ op: 'stats', userId, now, range: resolved ? range : undefined });
+      return request<Stats>({ op: 'stats', userId, now, range: resolved ? range : undefined, projectId });
     },
     upsertUser(u: UserSync, now) {
       const user: AppUser = {
