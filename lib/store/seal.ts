@@ -2,22 +2,22 @@
 // `<db>.seg-<id>.manifest`, written after it. The manifest is the seal's commit point: a segment file
 // without one is an unfinished seal (removed at start), a manifest names a complete segment.
 //
-// Manifest layout (version 4): "WTSEG4\n", then four u32 LE lengths (JSON, parts, windows, filter)
-// and the four sections in that order:
+// Manifest layout (version 4): "WTSEG4\n", then five u32 LE lengths (JSON, parts, windows, filter,
+// project windows) and the five sections in that order:
 //   - the JSON (ManifestJson: bounds, users, per owner the event count and its parts' byte lengths,
 //     and the same per project of the owner's);
 //   - the rollup parts, encodePart bytes (lib/rollup/codec.ts) one after the other, owner by owner
 //     in the JSON's order, each owner's own parts and then its projects': whatever dimensions a
 //     rollup gains travel without a change here;
-//   - the live windows (JSON `{ owners, projects }`, gzipped): start-up reads only the newest
-//     manifest's;
+//   - the owners' live windows (JSON, gzipped): start-up reads only the newest manifest's;
 //   - the key filter (sorted 53-bit hashes as float64, dedupe.ts): start-up reads only those of
-//     segments within the dedupe window.
+//     segments within the dedupe window;
+//   - the projects' live windows (JSON, gzipped; empty when none were kept), read with the owners'.
 // Start-up reads every manifest up to its parts and no further unless it needs the rest: the
 // windows were ~1.5 MB and the filter ~0.4 MB of a 2 MB manifest at 50,000 events, so reading them
 // all took most of the 1.3 s start-up spent on ~400 manifests. Earlier layouts are still read and
 // have no project parts (`projectsKnown` false, until the worker backfills them from the rows):
-// "WTSEG3\n" is this layout without projects (its windows section is the owners' windows alone),
+// "WTSEG3\n" is this layout without projects (four sections, no project windows),
 // "WTSEG1\n" the first (the JSON length, the JSON with the windows inside and the parts in base64,
 // the filter).
 import { Buffer } from 'node:buffer';
@@ -77,11 +77,26 @@ type ManifestJson = Omit<Manifest, 'owners' | 'windows' | 'projectWindows' | 'pr
 const MAGIC = new TextEncoder().encode('WTSEG4\n');
 const MAGIC_V3 = new TextEncoder().encode('WTSEG3\n');
 const MAGIC_V1 = new TextEncoder().encode('WTSEG1\n');
-const HEAD = MAGIC.length + 16;
+/** Header bytes: the magic and a u32 length per section (layout 4: five, layout 3: four). */
+const HEAD = MAGIC.length + 20;
+const HEAD_V3 = MAGIC.length + 16;
+const EMPTY = new Uint8Array(0);
 
 export async function encodeManifest(m: Manifest): Promise<Uint8Array> {
   if (!m.projectsKnown) throw new Error(`segment ${m.id}: a manifest is written with its projects' parts`);
   const { filter, windows, projectWindows, projectsKnown: _, owners, ...rest } = m;
+  const { json, parts } = jsonAndParts(rest, owners);
+  return frame([
+    json,
+    parts,
+    await gzip(JSON.stringify(windows), { level: 1 }),
+    new Uint8Array(filter.buffer, filter.byteOffset, filter.byteLength),
+    projectWindows ? await gzip(JSON.stringify(projectWindows), { level: 1 }) : EMPTY,
+  ]);
+}
+
+/** The JSON and parts sections: each owner's parts, then each of its projects', in the JSON's order. */
+function jsonAndParts(rest: Omit<ManifestJson, 'owners'>, owners: Manifest['owners']): { json: Uint8Array; parts: Uint8Array } {
   const json: ManifestJson = { ...rest, owners: {} };
   const parts: Uint8Array[] = [];
   const lengths = (own: Uint8Array[]) => {
@@ -92,12 +107,11 @@ export async function encodeManifest(m: Manifest): Promise<Uint8Array> {
     json.owners[owner] = { count, parts: lengths(own), projects: {} };
     for (const [project, p] of Object.entries(projects)) json.owners[owner].projects[project] = { count: p.count, parts: lengths(p.parts) };
   }
-  const sections = [
-    new TextEncoder().encode(JSON.stringify(json)),
-    concat(parts),
-    await gzip(JSON.stringify({ owners: windows, projects: projectWindows }), { level: 1 }),
-    new Uint8Array(filter.buffer, filter.byteOffset, filter.byteLength),
-  ];
+  return { json: new TextEncoder().encode(JSON.stringify(json)), parts: concat(parts) };
+}
+
+/** Layout 4 around its five sections. */
+function frame(sections: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(HEAD + sections.reduce((n, b) => n + b.byteLength, 0));
   const view = new DataView(out.buffer);
   out.set(MAGIC, 0);
@@ -131,22 +145,36 @@ export interface ManifestWants {
 
 const ALL: ManifestWants = { windows: true, filter: () => true };
 
+/** Where the sections of a layout 3 or 4 manifest are (null: another layout), checking it is whole enough. */
+function sectionsOf(bytes: Uint8Array, path: string): { v4: boolean; section: (i: number) => Uint8Array } | null {
+  const v4 = startsWith(bytes, MAGIC);
+  if (!v4 && !startsWith(bytes, MAGIC_V3)) return null;
+  const head = v4 ? HEAD : HEAD_V3;
+  if (bytes.byteLength < head) throw new Error(`${path} is truncated`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const lengths = Array.from({ length: v4 ? 5 : 4 }, (_, i) => view.getUint32(MAGIC.length + 4 * i, true));
+  const section = (i: number) => {
+    if (i >= lengths.length) return EMPTY;
+    const start = head + lengths.slice(0, i).reduce((a, b) => a + b, 0);
+    if (start + lengths[i] > bytes.byteLength) throw new Error(`${path} is truncated`);
+    return bytes.subarray(start, start + lengths[i]);
+  };
+  return { v4, section };
+}
+
+const JSON_S = 0, PARTS = 1, WINDOWS = 2, FILTER = 3, PROJECT_WINDOWS = 4;
+
 /**
  * A manifest's contents. Its windows are `{}` and its filter empty unless `wants` them; `bytes` may
  * end after the parts when neither is wanted (readManifest reads no further).
  */
 export async function decodeManifest(bytes: Uint8Array, path: string, wants: ManifestWants = ALL): Promise<Manifest> {
   if (startsWith(bytes, MAGIC_V1)) return decodeV1(bytes, wants);
-  const v4 = startsWith(bytes, MAGIC);
-  if (!(v4 || startsWith(bytes, MAGIC_V3)) || bytes.byteLength < HEAD) throw new Error(`${path} is not a segment manifest`);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const [jsonLength, partsLength, windowsLength, filterLength] = [0, 1, 2, 3].map((i) => view.getUint32(MAGIC.length + 4 * i, true));
-  const section = (start: number, length: number) => {
-    if (start + length > bytes.byteLength) throw new Error(`${path} is truncated`);
-    return bytes.subarray(start, start + length);
-  };
-  const json = JSON.parse(new TextDecoder().decode(section(HEAD, jsonLength))) as ManifestJson;
-  const partBytes = section(HEAD + jsonLength, partsLength);
+  const layout = sectionsOf(bytes, path);
+  if (!layout) throw new Error(`${path} is not a segment manifest`);
+  const { v4, section } = layout;
+  const json = JSON.parse(new TextDecoder().decode(section(JSON_S))) as ManifestJson;
+  const partBytes = section(PARTS);
   const m: Manifest = { ...json, owners: {}, windows: {}, projectWindows: null, projectsKnown: v4, filter: new Float64Array(0) };
   let at = 0;
   const cut = (lengths: number[]) => lengths.map((n) => partBytes.subarray(at, (at += n)));
@@ -154,14 +182,29 @@ export async function decodeManifest(bytes: Uint8Array, path: string, wants: Man
     m.owners[owner] = { count, parts: cut(parts), projects: {} };
     for (const [project, p] of Object.entries(projects ?? {})) m.owners[owner].projects[project] = { count: p.count, parts: cut(p.parts) };
   }
-  const windowsAt = HEAD + jsonLength + partsLength;
   if (wants.windows) {
-    const windows = JSON.parse(new TextDecoder().decode(await gunzip(section(windowsAt, windowsLength))));
-    if (v4) [m.windows, m.projectWindows] = [windows.owners, windows.projects];
-    else m.windows = windows;
+    m.windows = JSON.parse(new TextDecoder().decode(await gunzip(section(WINDOWS))));
+    const projectWindows = section(PROJECT_WINDOWS);
+    if (projectWindows.byteLength) m.projectWindows = JSON.parse(new TextDecoder().decode(await gunzip(projectWindows)));
   }
-  if (wants.filter(m)) m.filter = filterOf(section(windowsAt + windowsLength, filterLength));
+  if (wants.filter(m)) m.filter = filterOf(section(FILTER));
   return m;
+}
+
+/**
+ * The manifest `bytes` with its projects' parts (owner → project → parts): layout 4, its windows
+ * and filter sections copied as they are (a backfill rewrites hundreds of manifests, and decoding
+ * their windows and filters only to write them again was most of the work).
+ */
+export async function withProjects(bytes: Uint8Array, path: string, projects: Record<string, Record<string, ScopeParts>>): Promise<Uint8Array> {
+  const layout = sectionsOf(bytes, path);
+  const m = await decodeManifest(bytes, path, layout ? { windows: false, filter: () => false } : ALL);
+  for (const [owner, entry] of Object.entries(m.owners)) entry.projects = projects[owner] ?? {};
+  m.projectsKnown = true;
+  if (!layout) return encodeManifest(m);
+  const { filter: _f, windows: _w, projectWindows: _p, projectsKnown: _k, owners, ...rest } = m;
+  const { json, parts } = jsonAndParts(rest, owners);
+  return frame([json, parts, layout.section(WINDOWS), layout.section(FILTER), layout.section(PROJECT_WINDOWS)]);
 }
 
 /** The first layout: one JSON with the windows and the parts in base64, then the filter. */
@@ -194,9 +237,10 @@ export async function readManifest(fs: StoreFs, dbPath: string, id: number, want
   const head = await fs.readStart(path, HEAD);
   if (!head) throw missing();
   let bytes: Uint8Array | null = null;
-  if ((startsWith(head, MAGIC) || startsWith(head, MAGIC_V3)) && head.byteLength === HEAD) {
-    const view = new DataView(head.buffer, head.byteOffset, HEAD);
-    const upToParts = HEAD + view.getUint32(MAGIC.length, true) + view.getUint32(MAGIC.length + 4, true);
+  const v4 = startsWith(head, MAGIC);
+  if ((v4 || startsWith(head, MAGIC_V3)) && head.byteLength >= (v4 ? HEAD : HEAD_V3)) {
+    const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+    const upToParts = (v4 ? HEAD : HEAD_V3) + view.getUint32(MAGIC.length, true) + view.getUint32(MAGIC.length + 4, true);
     bytes = await fs.readStart(path, upToParts);
     if (!bytes) throw missing();
     const lean = await decodeManifest(bytes, path, { windows: false, filter: () => false });
@@ -227,10 +271,14 @@ export async function writeSegment(fs: StoreFs, dbPath: string, database: Uint8A
  * the old one or the new one. Returns its size.
  */
 export async function writeManifest(fs: StoreFs, dbPath: string, manifest: Manifest): Promise<number> {
-  const bytes = await encodeManifest(manifest);
-  const tmp = `${manifestFile(dbPath, manifest.id)}.tmp`;
+  return writeManifestBytes(fs, dbPath, manifest.id, await encodeManifest(manifest));
+}
+
+/** writeManifest of bytes already encoded (withProjects). */
+export async function writeManifestBytes(fs: StoreFs, dbPath: string, id: number, bytes: Uint8Array): Promise<number> {
+  const tmp = `${manifestFile(dbPath, id)}.tmp`;
   await writeNewFile(fs, tmp, bytes);
-  await renameDurably(fs, tmp, manifestFile(dbPath, manifest.id));
+  await renameDurably(fs, tmp, manifestFile(dbPath, id));
   return bytes.length;
 }
 

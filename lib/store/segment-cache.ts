@@ -115,6 +115,14 @@ export class SegmentCache {
     this.openBytes -= e.segment.bytes;
   }
 
+  /** A segment added open while still taking its last rows has its final size. */
+  setBytes(id: number, bytes: number): void {
+    const e = this.entries.get(id);
+    if (!e) return;
+    if (e.db) this.openBytes += bytes - e.segment.bytes;
+    e.segment.bytes = bytes;
+  }
+
   /** Retention dropped it. */
   remove(id: number): void {
     this.close1(id);

@@ -6,6 +6,7 @@ import type { StoredEvent } from '../event.ts';
 import { rollupRow, type RollupRow } from '../rollup/hour.ts';
 import { isoBounds } from './filter.ts';
 import { ROW_COLUMNS, eventFromRow, ownerKey, type RowValues } from './sqlite-row.ts';
+import type { TailRow } from './hot-tail.ts';
 import type { RowsQuery } from './sqlite-protocol.ts';
 
 /**
@@ -88,10 +89,26 @@ export interface SeqRows {
   seqs: number[];
 }
 
+const INSERT = `INSERT INTO events (seq, id, type, timestamp, source, session_id, page_url, message, severity, app_version,
+  metadata, received_at, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
 export class SegmentDb {
   private stmts = new Map<string, Statement>();
 
   constructor(readonly db: Database) {}
+
+  /** Writes rows (hot-tail.ts) in one transaction. */
+  insert(rows: readonly TailRow[]): void {
+    const insert = this.statement(INSERT);
+    this.db.exec('BEGIN');
+    try {
+      for (const { seq, cols: c, metadata } of rows) insert.run([seq, c[0], c[1], c[2], c[8], c[5], c[7], c[9], c[10], c[6], metadata, c[3], c[4]]);
+      this.db.exec('COMMIT');
+    } catch (err) {
+      this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
 
   /** A statement prepared once per database and kept (freed by close or export). */
   statement(text: string): Statement {

@@ -7,27 +7,32 @@
 //
 // Messages are handled in arrival order, each once the previous one's database work is done (a
 // snapshot's: once its file is written; a read's: once it has read every segment it needs), which
-// is what makes snapshots, seals and read-your-writes correct. A seal's slow part (gzip, writing)
-// holds nothing: the sealed database stays open for reads meanwhile.
+// is what makes snapshots, seals and read-your-writes correct. An insert's work is only counting
+// it: its row waits in the tail (hot-tail.ts) and is written a slice at a time when no message
+// waits, and reads see a segment's database and its tail together, so a read never waits behind
+// the inserts before it. A seal's slow part (gzip, writing) holds nothing: the sealed database
+// stays open for reads meanwhile.
 import { basename, dirname, join } from 'node:path';
+import { setImmediate } from 'node:timers';
 import { parentPort } from 'node:worker_threads';
 import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
 import { activeSpan, NO_RECENTS, RecentsBuilder, type RangeCounts, type Recents } from '../live-window.ts';
 import { assembleStats, planStats, rangeCounts } from '../rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../rollup/codec.ts';
-import { HourRollup, rollupRow, type RollupPart, type RollupRow } from '../rollup/hour.ts';
+import { HourRollup, type RollupPart, type RollupRow } from '../rollup/hour.ts';
 import { UserRollups, WithParts } from '../rollup/user.ts';
 import { HOUR_MS, type ResolvedRange, type Stats, type StatsRange } from '../stats.ts';
 import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs } from './fs.ts';
 import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
-import { manifestFile, readManifest, readSegment, segmentFile, segmentName, writeManifest, type Manifest, type OwnerParts, type ScopeParts } from './seal.ts';
+import { manifestFile, readManifest, readSegment, segmentFile, segmentName, withProjects, writeManifestBytes, type Manifest, type OwnerParts, type ScopeParts } from './seal.ts';
+import { HotTail, SegmentView, tailRow } from './hot-tail.ts';
 import { Scopes } from './scopes.ts';
 import { SegmentCache, type SealedSegment } from './segment-cache.ts';
 import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow } from './segment.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
 import type { FromWorker, HealthFigures, InitArgs, InitResult, Request, RowsQuery, RowsResult, SealAnswer, SealFigures, ToWorker } from './sqlite-protocol.ts';
-import { metadataOf, ownerKey, type ColValues } from './sqlite-row.ts';
+import { ownerKey } from './sqlite-row.ts';
 import type { AppUser } from './types.ts';
 
 const DAY_MS = 86_400_000;
@@ -36,6 +41,10 @@ const PRUNE_BATCH = 2000;
 const COPY_SLICE = 4 << 20;
 /** Hour parts a seal encodes between two turns of the event loop (~10 ms of work). */
 const ENCODE_SLICE = 24;
+/** Rows written to a segment's database in one transaction. */
+const WRITE_BATCH = 128;
+/** Time a turn of the event loop spends writing rows (a read waits at most about this for them). */
+const WRITE_SLICE_MS = 4;
 /** Seqs of a segment the project backfill reads between two turns of the event loop (~5 ms). */
 const BACKFILL_SLICE = 4000;
 /** Manifests read at once at start-up. */
@@ -52,8 +61,6 @@ const port = parentPort!;
 const post = (m: FromWorker) => port.postMessage(m);
 const log = (msg: string) => post({ log: msg });
 
-const INSERT = `INSERT OR IGNORE INTO events (seq, id, type, timestamp, source, session_id, page_url, message, severity, app_version,
-  metadata, received_at, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const UPSERT_USER = `INSERT INTO users (idp_user_id, email, display_name, last_seen_at) VALUES (?, ?, ?, ?)
   ON CONFLICT(idp_user_id) DO UPDATE SET email = excluded.email, display_name = excluded.display_name, last_seen_at = excluded.last_seen_at`;
 
@@ -97,6 +104,15 @@ class Engine {
    * thread's dedupe set. Retention may then prune the oldest seqs; hotKeys() leaves those out.
    */
   private startKeys: { seqs: number[]; owners: string[]; ids: string[] } | null = null;
+  /** Rows counted but not written to their segment's database yet (hot-tail.ts). */
+  private tail = new HotTail();
+  /** A segment being sealed while its last rows are written to it. */
+  private sealing: { id: number; db: SegmentDb } | null = null;
+  /** A snapshot is writing the hot database as it is: no row may be written meanwhile. */
+  private writesPaused = false;
+  private writeScheduled = false;
+  /** While starting: (owner, id) of every hot row, so that the replay skips what the snapshot holds. */
+  private startSeen: Set<string> | null = null;
   private hotCount = 0;
   private maxSeq = 0;
   private prunedTotal = 0;
@@ -164,67 +180,82 @@ class Engine {
     this.scopes.add(owner, row, e, this.hotId);
     const keys = this.startKeys;
     if (!keys) return;
+    this.startSeen?.add(owner + '\n' + e.id);
     keys.seqs.push(seq);
     keys.owners.push(owner);
     keys.ids.push(e.id);
   }
 
-  /** Inserts events into the hot segment (in one transaction). Returns how many were new. */
-  applyEvents(events: StoredEvent[]): number {
-    const db = this.hot.db;
-    const insert = this.hot.statement(INSERT);
+  /**
+   * Counts events into the hot segment (seq, rollups, live window) and queues their rows for
+   * writing (writeSlice). Returns how many were new: a replay meets events the snapshot holds
+   * already; live inserts were deduped by the main thread.
+   */
+  private accept(events: StoredEvent[]): number {
     let added = 0;
-    db.exec('BEGIN');
-    try {
-      for (let i = 0; i < events.length; i++) {
-        const e = events[i];
-        const owner = ownerKey(e.user_id);
-        const receivedMs = Date.parse(e.receivedAt);
-        const receivedAt = Number.isFinite(receivedMs) ? new Date(receivedMs).toISOString() : String(e.receivedAt);
-        const row = rollupRow(e, receivedMs);
-        const session = e.sessionId || null;
-        const seq = this.maxSeq + 1;
-        const version = e.deployVersion ?? null;
-        const cols: ColValues = [e.id, e.type, e.timestamp, receivedAt, owner, session, version, e.page_url ?? null, e.source ?? null, e.message ?? null, e.severity ?? null];
-        insert.run([
-          seq, e.id, e.type, e.timestamp, cols[8], session, cols[7], cols[9], cols[10], version,
-          metadataOf(e, cols), receivedAt, owner,
-        ]);
-        // Replay meets events the snapshot already holds; live inserts were deduped by the main thread.
-        if (db.getRowsModified() !== 1) continue;
-        this.maxSeq = seq;
-        this.hotCount++;
-        this.noteReceived(receivedMs);
-        added++;
-        this.count(seq, owner, row, e);
-      }
-      db.exec('COMMIT');
-    } catch (err) {
-      db.exec('ROLLBACK');
-      throw err;
+    for (const e of events) {
+      const owner = ownerKey(e.user_id);
+      if (this.startSeen?.has(owner + '\n' + e.id)) continue;
+      const r = tailRow(e, this.hotId, ++this.maxSeq);
+      this.tail.push(r);
+      this.hotCount++;
+      this.noteReceived(r.row.receivedMs);
+      added++;
+      this.count(r.seq, owner, r.row, e);
     }
+    this.scheduleWrites();
     return added;
+  }
+
+  /**
+   * Writes rows of the tail to their segments' databases, oldest first, WRITE_BATCH to a
+   * transaction, for about `budgetMs`: a read waits at most for one slice.
+   */
+  private writeSlice(budgetMs: number): void {
+    const t0 = performance.now();
+    for (let first = this.tail.peek(); first && performance.now() - t0 < budgetMs; first = this.tail.peek()) {
+      const target = first.segment === this.hotId ? this.hot : first.segment === this.sealing?.id ? this.sealing.db : null;
+      if (!target) throw new Error(`row ${first.seq} belongs to segment ${first.segment}, which takes no rows`);
+      const batch = this.tail.front(WRITE_BATCH, first.segment);
+      target.insert(batch);
+      this.tail.advance(batch.length);
+    }
+  }
+
+  /** Writes the tail a slice at a time, one slice per turn of the event loop, while it holds rows. */
+  private scheduleWrites(): void {
+    if (this.writeScheduled || this.writesPaused || this.closed || !this.tail.size) return;
+    this.writeScheduled = true;
+    setImmediate(() => {
+      this.writeScheduled = false;
+      if (this.writesPaused || this.closed) return;
+      try {
+        this.writeSlice(WRITE_SLICE_MS);
+      } catch (err) {
+        // Reads would miss counted rows from here on: every wait for them fails, and the main
+        // thread stops the store (a restart replays the journal).
+        log(`writing rows failed: ${err instanceof Error ? err.message : String(err)}`);
+        this.tail.fail(err);
+        return;
+      }
+      this.scheduleWrites();
+    });
   }
 
   applyUser(u: AppUser) {
     this.hot.statement(UPSERT_USER).run([u.idp_user_id, u.email, u.display_name, u.last_seen_at]);
   }
 
-  /** Journal entries in journal order: runs of events in one transaction, users as they come. */
+  /**
+   * Journal entries in journal order: events are counted (accept) and their rows written later,
+   * users written as they come (their table is apart, and a snapshot holding a user newer than
+   * its rows is replayed the same).
+   */
   applyEntries(entries: JournalEntry[]): number {
     let added = 0;
-    for (let i = 0; i < entries.length; ) {
-      const events: StoredEvent[] = [];
-      for (; i < entries.length && events.length < 5000; i++) {
-        const entry = entries[i];
-        if ('u' in entry) {
-          if (events.length) break;
-          this.applyUser(entry.u);
-          continue;
-        }
-        events.push(entry.e as unknown as StoredEvent);
-      }
-      if (events.length) added += this.applyEvents(events);
+    for (const entry of entries) {
+      if ('u' in entry) this.applyUser(entry.u);
+      else added += this.accept([entry.e as unknown as StoredEvent]);
     }
     return added;
   }
@@ -260,6 +291,7 @@ class Engine {
       }
     }
     this.startKeys = { seqs: [], owners: [], ids: [] };
+    this.startSeen = new Set();
     const all = this.hot.db.prepare(`SELECT ${TRACK_COLUMNS} FROM events ORDER BY seq`);
     try {
       while (all.step()) {
@@ -279,6 +311,7 @@ class Engine {
   hotKeys(): Record<string, string> {
     const { seqs, owners, ids } = this.startKeys ?? { seqs: [], owners: [], ids: [] };
     this.startKeys = null;
+    this.startSeen = null;
     const first = this.hot.scalar('SELECT MIN(seq) FROM events') ?? Infinity;
     const byOwner = new Map<string, string[]>();
     for (let i = 0; i < seqs.length; i++) {
@@ -395,12 +428,24 @@ class Engine {
     return { byAge, byCount, dropped };
   }
 
-  /** Applies journal lines the main thread acknowledged, then keeps the count limit. */
-  async applyLines(lines: string, now: number) {
+  /**
+   * Counts journal lines the main thread acknowledged. `written` settles once their rows are in the
+   * database (the main thread's backlog counts them until then). Past the count limit the oldest
+   * rows are pruned once those rows are written, which the next messages wait for (`prune`), so
+   * that no read sees more than the limit.
+   */
+  applyLines(lines: string, now: number): { written: Promise<void>; prune?: Promise<unknown> } {
     const entries: JournalEntry[] = [];
     for (const line of lines.split('\n')) if (line) entries.push(JSON.parse(line) as JournalEntry);
     this.applyEntries(entries);
-    if (this.eventCount > this.args.maxEvents) await this.prune(now, PRUNE_BATCH * 5);
+    const written = this.tail.written();
+    if (this.eventCount <= this.args.maxEvents) return { written };
+    return { written, prune: written.then(() => this.prune(now, PRUNE_BATCH * 5)) };
+  }
+
+  /** Start-up: writes every counted row now. */
+  writeAll(): void {
+    this.writeSlice(Infinity);
   }
 
   /**
@@ -419,8 +464,11 @@ class Engine {
     return order === 'newest' ? all : all.reverse();
   }
 
-  private async segmentDb(s: 'hot' | SealedSegment): Promise<SegmentDb> {
-    return s === 'hot' ? this.hot : this.sealed.open(s.id);
+  /** A segment as reads see it: its database and its rows still in the tail (use it at once). */
+  private async view(s: 'hot' | SealedSegment): Promise<SegmentView> {
+    const db = s === 'hot' ? this.hot : await this.sealed.open(s.id);
+    const id = s === 'hot' ? this.hotId : s.id;
+    return new SegmentView(db, this.tail.size && (id === this.hotId || id === this.sealing?.id) ? this.tail.of(id) : []);
   }
 
   /**
@@ -433,7 +481,7 @@ class Engine {
     if (limit === 0 || q.userId === '') return { events: [], lastSeq: null, more: false, maxSeq: this.maxSeq };
     const events: StoredEvent[] = [], seqs: number[] = [];
     for (const s of this.sources(q.userId, q.order, q)) {
-      const r = (await this.segmentDb(s)).rows(q, limit + 1 - events.length);
+      const r = (await this.view(s)).rows(q, limit + 1 - events.length);
       events.push(...r.events);
       seqs.push(...r.seqs);
       if (events.length > limit) break;
@@ -468,7 +516,7 @@ class Engine {
     if (!stat && !unknown.length) return assembleStats({ plan, rollups: new UserRollups(), edges: [], recents: NO_RECENTS });
     const rowsOf = async (start: number, end: number, from: ('hot' | SealedSegment)[]) => {
       const rows: RollupRow[] = [];
-      for (const s of from) (await this.segmentDb(s)).track({ userId, start, end, order: 'ASC', projectId }, (r) => void rows.push(r.row));
+      for (const s of from) (await this.view(s)).track({ userId, start, end, order: 'ASC', projectId }, (r) => void rows.push(r.row));
       return HourRollup.fromRows(rows);
     };
     const edges: RollupPart[] = [];
@@ -493,7 +541,7 @@ class Engine {
     const span = activeSpan(now, range);
     if (span) {
       for (const s of this.sources(userId, 'newest', { since: span[0], until: span[1] })) {
-        (await this.segmentDb(s)).track({ userId, projectId, start: span[0], end: span[1], order: 'DESC' }, ({ e }) => void (e.sessionId && active.add(e.sessionId)));
+        (await this.view(s)).track({ userId, projectId, start: span[0], end: span[1], order: 'DESC' }, ({ e }) => void (e.sessionId && active.add(e.sessionId)));
       }
     }
     const latest = new RecentsBuilder(counts);
@@ -506,7 +554,7 @@ class Engine {
     for (const [type, done, take] of walks) {
       for (const s of this.sources(userId, 'newest', range ? { since: from, until: to } : {})) {
         if (done()) break;
-        (await this.segmentDb(s)).track({ userId, projectId, start: from, end: to, order: 'DESC', via: 'seq', type }, take);
+        (await this.view(s)).track({ userId, projectId, start: from, end: to, order: 'DESC', via: 'seq', type }, take);
       }
     }
     return latest.recents(active.size);
@@ -548,20 +596,34 @@ class Engine {
 
   /**
    * Writes the hot segment's database to a temp file, syncs it and renames it into place as `<db>`,
-   * then drops the journal segments it covers. A small database (right after a seal, or in light
-   * traffic) is copied, which takes a few milliseconds, and other messages go on while the copy is
-   * written. A large one is written as sql.js holds it, and no other message is handled until it
-   * is (`written`: reads wait meanwhile; acknowledgements never do), rather than doubling the
-   * memory it takes. Only a stock sql.js, whose file is out of reach, exports.
+   * then drops the journal segments it covers. `rowsFirst`: the rows counted before the request are
+   * written to the database first (the journal segments it covers hold them). A small database
+   * (right after a seal, or in light traffic) is copied, which takes a few milliseconds, and other
+   * messages go on while the copy is written. A large one is written as sql.js holds it, and no
+   * other message is handled and no row written until it is (`written`: reads wait meanwhile;
+   * acknowledgements never do), rather than doubling the memory it takes. Only a stock sql.js,
+   * whose file is out of reach, exports.
    */
-  snapshot(covered: number, reason: string, now: number): { written: Promise<void>; done: Promise<void> } {
-    const live = databaseFile(this.hot.db);
-    const copy = live && live.length <= this.args.snapshotCopyBytes ? live.slice() : null;
-    if (copy) return { written: Promise.resolve(), done: this.writeSnapshot(covered, reason, now, () => {}, copy) };
+  snapshot(covered: number, reason: string, now: number, rowsFirst: boolean): { written: Promise<void>; done: Promise<void> } {
     let wrote!: () => void;
     const written = new Promise<void>((resolve) => (wrote = resolve));
-    const done = this.writeSnapshot(covered, reason, now, wrote, null).finally(wrote);
-    return { written, done };
+    const done = (async () => {
+      if (rowsFirst) await this.tail.written();
+      const live = databaseFile(this.hot.db);
+      const copy = live && live.length <= this.args.snapshotCopyBytes ? live.slice() : null;
+      if (copy) {
+        wrote();
+        return this.writeSnapshot(covered, reason, now, () => {}, copy);
+      }
+      this.writesPaused = true;
+      const resume = () => {
+        this.writesPaused = false;
+        this.scheduleWrites();
+        wrote();
+      };
+      await this.writeSnapshot(covered, reason, now, resume, null).finally(resume);
+    })();
+    return { written, done: done.finally(wrote) };
   }
 
   private async writeSnapshot(covered: number, reason: string, now: number, wrote: () => void, copy: Uint8Array | null): Promise<void> {
@@ -622,9 +684,9 @@ class Engine {
     const id = this.hotId;
     const old = this.hot;
     // Everything up to the swap holds every read and insert queued behind the seal: its bounds come
-    // from what inserts tracked (a scan for them took 15–25 ms at 50,000 events) and its bytes are
-    // copied after the swap.
-    const minSeq = old.scalar('SELECT MIN(seq) FROM events') ?? this.maxSeq;
+    // from what inserts tracked (a scan for them took 15–25 ms at 50,000 events), its last rows are
+    // written and its bytes copied after the swap.
+    const minSeq = old.scalar('SELECT MIN(seq) FROM events') ?? this.tail.of(id)[0]?.seq ?? this.maxSeq;
     // The parts of this segment (inserts from now on go to the next one's) and the windows.
     const { shares, windows, projectWindows } = this.scopes.sealed(id);
     const owners: Manifest['owners'] = {};
@@ -638,7 +700,6 @@ class Engine {
         toEncode.push([entry.projects[project], own, owner, project]);
       }
     }
-    const file = databaseFile(old.db) ?? old.export();
     const manifest: Manifest = {
       id,
       journal: covered,
@@ -647,7 +708,7 @@ class Engine {
       maxSeq: this.maxSeq,
       minReceived: this.hotReceived.min,
       maxReceived: this.hotReceived.max,
-      bytes: file.length,
+      bytes: 0, // below, once its last rows are written
       owners,
       windows,
       projectWindows,
@@ -671,12 +732,20 @@ class Engine {
     this.setMeta();
     const segment = sealedOf(manifest);
     segment.writing = true;
+    this.sealing = { id, db: old };
     this.sealed.add(segment, old);
     this.sealStarted.set(id, { t0, reason, count: manifest.count });
     swapped(); // the next message sees the new hot segment, and the sealed one among the others
-    // A copy for the main thread to gzip and write: the sealed database stays open here for reads
-    // (and unchanged: nothing writes to it any more). Copied 4 MiB at a time, the messages that
-    // arrive meanwhile handled between slices: in one piece it held them for up to 64 ms.
+    // Its rows still in the tail go to it before any of the new hot segment's (reads see them there
+    // meanwhile); then nothing writes to it any more.
+    await this.tail.written();
+    this.sealing = null;
+    const file = databaseFile(old.db) ?? old.export();
+    manifest.bytes = file.length;
+    this.sealed.setBytes(id, file.length);
+    // A copy for the main thread to gzip and write: the sealed database stays open here for reads.
+    // Copied 4 MiB at a time, the messages that arrive meanwhile handled between slices: in one
+    // piece it held them for up to 64 ms.
     const database = new Uint8Array(file.length);
     for (let at = 0; at < file.length; at += COPY_SLICE) {
       await new Promise((r) => setTimeout(r, 0));
@@ -710,7 +779,9 @@ class Engine {
     if (segment) segment.writing = false;
     const started = this.sealStarted.get(id);
     this.sealStarted.delete(id);
-    const { written, done } = this.snapshot(covered, `after sealing segment ${id}`, now);
+    // Only the covered journal segments must be in it, and their rows are in the sealed segment:
+    // the hot segment's tail need not be written first.
+    const { written, done } = this.snapshot(covered, `after sealing segment ${id}`, now, false);
     return {
       written,
       done: done.then(() => {
@@ -777,10 +848,10 @@ class Engine {
     }
     // The manifest first: until the parts are set below, reads take the segment's rows.
     try {
-      const m = await readManifest(this.fs, this.args.path, id, { windows: true, filter: () => true });
-      for (const [owner, entry] of Object.entries(m.owners)) entry.projects = found[owner] ?? {};
-      m.projectsKnown = true;
-      await writeManifest(this.fs, this.args.path, m);
+      const file = manifestFile(this.args.path, id);
+      const bytes = await this.fs.read(file);
+      if (!bytes) throw new Error(`${file} is missing`);
+      await writeManifestBytes(this.fs, this.args.path, id, await withProjects(bytes, file, found));
     } catch (err) {
       log(`segment ${id}: writing its projects' parts failed; the next start rolls them up again: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -802,6 +873,7 @@ class Engine {
 
   /** Resolves once the files of dropped segments are gone. */
   async close(): Promise<void> {
+    await this.tail.written();
     this.closed = true;
     this.hot.close();
     this.sealed.close();
@@ -910,6 +982,7 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
   const replayStart = performance.now();
   const journal = await readSegments(fs, segments);
   const replayed = engine.applyEntries(journal.entries);
+  engine.writeAll();
   const replayMs = performance.now() - replayStart;
   for (const t of journal.skipped) {
     log(`journal: skipped an unreadable ${t.last ? 'last ' : ''}line ${t.line} (${t.bytes} bytes) of ${t.path}` +
@@ -959,8 +1032,10 @@ function handle(req: Request): Handled {
   if (!engine) throw new Error('the database is not open');
   switch (req.op) {
     case 'apply': {
-      const applied = engine.applyLines(req.lines, req.now);
-      return { answer: applied, holds: applied };
+      // Counted now; written a slice at a time after (Engine.writeSlice): later messages, reads
+      // above all, need not wait for the writes (unless retention by count must run after them).
+      const { written, prune } = engine.applyLines(req.lines, req.now);
+      return { answer: prune ? Promise.all([written, prune]) : written, holds: prune };
     }
     case 'rows': {
       // A read may open sealed segments (async): nothing else runs until it has read them all.
@@ -980,7 +1055,7 @@ function handle(req: Request): Handled {
       return { answer: pruned.then(() => undefined), holds: pruned };
     }
     case 'snapshot': {
-      const { written, done } = engine.snapshot(req.covered, req.reason, req.now);
+      const { written, done } = engine.snapshot(req.covered, req.reason, req.now, true);
       return { answer: done, holds: written };
     }
     case 'seal': {
