@@ -60,6 +60,6 @@ export function eventFromRow(v: RowValues): StoredEvent {
   return out as StoredEvent;
 }
 
-// The owner column is NOT NULL so that the unique (user_id, id) index also dedupes anonymous
-// events (SQLite treats NULLs as distinct); '' stands for "no owner" and is read back as null.
+// The owner column holds '' for "no owner" (NOT NULL, read back as null): the owner key of the
+// main thread's dedupe and of the worker's start-up, where anonymous events are deduped too.
 export const ownerKey = (userId: string | null) => userId ?? '';

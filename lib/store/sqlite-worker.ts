@@ -43,6 +43,8 @@ const COPY_SLICE = 4 << 20;
 const ENCODE_SLICE = 24;
 /** Rows written to a segment's database in one transaction. */
 const WRITE_BATCH = 128;
+/** Rows written in one transaction at start-up, when nothing waits for the writes: fewer commits. */
+const START_BATCH = 1000;
 /** Time a turn of the event loop spends writing rows (a read waits at most about this for them). */
 const WRITE_SLICE_MS = 4;
 /** Seqs of a segment the project backfill reads between two turns of the event loop (~5 ms). */
@@ -180,7 +182,6 @@ class Engine {
     this.scopes.add(owner, row, e, this.hotId);
     const keys = this.startKeys;
     if (!keys) return;
-    this.startSeen?.add(owner + '\n' + e.id);
     keys.seqs.push(seq);
     keys.owners.push(owner);
     keys.ids.push(e.id);
@@ -193,9 +194,14 @@ class Engine {
    */
   private accept(events: StoredEvent[]): number {
     let added = 0;
+    const seen = this.startSeen;
     for (const e of events) {
       const owner = ownerKey(e.user_id);
-      if (this.startSeen?.has(owner + '\n' + e.id)) continue;
+      if (seen) {
+        const key = owner + '\n' + e.id;
+        if (seen.has(key)) continue;
+        seen.add(key);
+      }
       const r = tailRow(e, this.hotId, ++this.maxSeq);
       this.tail.push(r);
       this.hotCount++;
@@ -208,15 +214,15 @@ class Engine {
   }
 
   /**
-   * Writes rows of the tail to their segments' databases, oldest first, WRITE_BATCH to a
+   * Writes rows of the tail to their segments' databases, oldest first, `batch` to a
    * transaction, for about `budgetMs`: a read waits at most for one slice.
    */
-  private writeSlice(budgetMs: number): void {
+  private writeSlice(budgetMs: number, batchSize = WRITE_BATCH): void {
     const t0 = performance.now();
     for (let first = this.tail.peek(); first && performance.now() - t0 < budgetMs; first = this.tail.peek()) {
       const target = first.segment === this.hotId ? this.hot : first.segment === this.sealing?.id ? this.sealing.db : null;
       if (!target) throw new Error(`row ${first.seq} belongs to segment ${first.segment}, which takes no rows`);
-      const batch = this.tail.front(WRITE_BATCH, first.segment);
+      const batch = this.tail.front(batchSize, first.segment);
       target.insert(batch);
       this.tail.advance(batch.length);
     }
@@ -253,11 +259,17 @@ class Engine {
    */
   applyEntries(entries: JournalEntry[]): number {
     let added = 0;
+    let events: StoredEvent[] = [];
     for (const entry of entries) {
-      if ('u' in entry) this.applyUser(entry.u);
-      else added += this.accept([entry.e as unknown as StoredEvent]);
+      if (!('u' in entry)) {
+        events.push(entry.e as unknown as StoredEvent);
+        continue;
+      }
+      added += this.accept(events);
+      events = [];
+      this.applyUser(entry.u);
     }
-    return added;
+    return added + this.accept(events);
   }
 
   /**
@@ -296,6 +308,7 @@ class Engine {
     try {
       while (all.step()) {
         const { seq, owner, row, e } = rowFrom(all.get());
+        this.startSeen.add(owner + '\n' + e.id);
         this.noteReceived(row.receivedMs);
         this.count(seq, owner, row, e);
       }
@@ -445,7 +458,7 @@ class Engine {
 
   /** Start-up: writes every counted row now. */
   writeAll(): void {
-    this.writeSlice(Infinity);
+    this.writeSlice(Infinity, START_BATCH);
   }
 
   /**
@@ -981,8 +994,12 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
   engine.derive(manifests, cutoff);
   const replayStart = performance.now();
   const journal = await readSegments(fs, segments);
-  const replayed = engine.applyEntries(journal.entries);
-  engine.writeAll();
+  // Written as it goes: rows held until the end of a 100,000-event replay cost ~0.1 s of GC.
+  let replayed = 0;
+  for (let i = 0; i < journal.entries.length; i += START_BATCH) {
+    replayed += engine.applyEntries(journal.entries.slice(i, i + START_BATCH));
+    engine.writeAll();
+  }
   const replayMs = performance.now() - replayStart;
   for (const t of journal.skipped) {
     log(`journal: skipped an unreadable ${t.last ? 'last ' : ''}line ${t.line} (${t.bytes} bytes) of ${t.path}` +
