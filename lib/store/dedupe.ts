@@ -9,6 +9,10 @@
 //   one in the window (about n / 2^53: one in 2.5 billion per event with 3.5M events in the window).
 // - Older sealed segments are not checked: a retry that arrives more than the window after the
 //   original is stored again.
+// - In front of the filters, one bit per hash (its low bits) for every key in them: a new key's bit
+//   is clear ~15 times in 16 and it skips the filters' bisections. With a filter per sealed segment
+//   (~31 in a 7-day window at 222k events a day), bisecting them all was ~9 µs of the main thread's
+//   time per event, the most of any step of an insert at 20M events.
 
 /** cyrb53: a fast 53-bit string hash (two 32-bit multiply-xorshift lanes), exact in a double. */
 export function keyHash(owner: string, id: string): number {
@@ -51,6 +55,11 @@ function contains(sorted: Float64Array, h: number): boolean {
 
 type Generation = Map<string, Set<string>>;
 
+/** The bitmap has at least this many bits per key of the filters (a clear bit for ~15 new keys in 16). */
+const BITS_PER_KEY = 16;
+/** 32 MiB: past 16M keys in the window more new keys pass the bitmap, and are bisected. */
+const MAX_BITS = 2 ** 28;
+
 /** Keys hashed between yields when a seal's filter is built (~15 ms). */
 const FILTER_SLICE = 16_384;
 
@@ -61,6 +70,12 @@ export class Dedupe {
   private sealing = new Map<number, Generation>();
   private tokens = 0;
   private filters: SegmentFilter[] = [];
+  /** The filters' keys as bits (see above): bit `hash mod 2^k` set for each. */
+  private bits = new Uint32Array(1);
+  private bitMask = 31;
+  /** Keys set in the bitmap: of filters held, and of filters that have gone since it was built. */
+  private bitKeys = 0;
+  private staleKeys = 0;
   /** Events added to the hot generation (what a seal would cover). */
   hotCount = 0;
 
@@ -74,6 +89,9 @@ export class Dedupe {
     for (const g of this.sealing.values()) if (g.get(owner)?.has(id)) return true;
     if (!this.filters.length) return false;
     const h = keyHash(owner, id);
+    // `>>> 0`: the hash's low 32 bits (it is an integer below 2^53).
+    const bit = (h >>> 0) & this.bitMask;
+    if ((this.bits[bit >>> 5] & (1 << (bit & 31))) === 0) return false;
     for (const f of this.filters) if (contains(f.hashes, h)) return true;
     return false;
   }
@@ -142,16 +160,46 @@ export class Dedupe {
   }
 
   addFilter(filter: SegmentFilter, now: number): void {
-    if (filter.maxReceived >= now - this.windowMs) this.filters.push(filter);
+    if (filter.maxReceived < now - this.windowMs) return;
+    this.filters.push(filter);
+    this.bitKeys += filter.hashes.length;
+    if (this.bitKeys * BITS_PER_KEY > this.bitMask + 1) this.rebuildBits();
+    else this.setBits(filter.hashes);
   }
 
-  /** Retention dropped a segment, or its filter left the window. */
+  /**
+   * Retention dropped a segment, or its filter left the window. The bits of its keys stay set
+   * until they are as many as the live ones: rebuilding the bitmap holds the main thread (~30 ms
+   * for 1.5M keys), and with a seal every few hours it would run as often.
+   */
   expire(now: number, dropped: readonly number[] = []): void {
-    this.filters = this.filters.filter((f) => !dropped.includes(f.segment) && f.maxReceived >= now - this.windowMs);
+    const kept = this.filters.filter((f) => !dropped.includes(f.segment) && f.maxReceived >= now - this.windowMs);
+    if (kept.length === this.filters.length) return;
+    for (const f of this.filters) if (!kept.includes(f)) this.staleKeys += f.hashes.length;
+    this.filters = kept;
+    if (this.staleKeys * 2 > this.bitKeys) this.rebuildBits();
   }
 
-  /** Bytes held by the filters (for health and the documented cost). */
+  /** The bitmap sized for the filters' keys, from them (a few ms per million keys). */
+  private rebuildBits(): void {
+    this.bitKeys = this.filters.reduce((n, f) => n + f.hashes.length, 0);
+    this.staleKeys = 0;
+    let size = 32;
+    while (size < this.bitKeys * BITS_PER_KEY && size < MAX_BITS) size *= 2;
+    this.bits = new Uint32Array(size / 32);
+    this.bitMask = size - 1;
+    for (const f of this.filters) this.setBits(f.hashes);
+  }
+
+  private setBits(hashes: Float64Array): void {
+    for (let i = 0; i < hashes.length; i++) {
+      const bit = (hashes[i] >>> 0) & this.bitMask;
+      this.bits[bit >>> 5] |= 1 << (bit & 31);
+    }
+  }
+
+  /** Bytes held by the filters and their bitmap (for health and the documented cost). */
   get filterBytes(): number {
-    return this.filters.reduce((n, f) => n + f.hashes.byteLength, 0);
+    return this.filters.reduce((n, f) => n + f.hashes.byteLength, 0) + this.bits.byteLength;
   }
 }

@@ -17,24 +17,31 @@ export interface TailRow {
   /** The segment whose database the row goes to. */
   segment: number;
   seq: number;
-  /** The row's columns (ColValues order) and metadata, as they are written. */
-  cols: ColValues;
-  metadata: string;
+  e: StoredEvent;
+  /** Its owner key and receive time as their columns hold them (what reads filter on). */
+  owner: string;
+  received: string;
   row: RollupRow;
-  projectId: string | undefined;
 }
 
-const OWNER = 4, RECEIVED = 3, TYPE = 1, VERSION = 6;
-
-/** The row of a stored event, as it is written to segment `segment` with `seq`. */
+/**
+ * The row of a stored event, to be written to segment `segment` with `seq`. Its column values are
+ * made when it is written (columnsOf): an insert's own work stays counting it.
+ */
 export function tailRow(e: StoredEvent, segment: number, seq: number): TailRow {
   const receivedMs = Date.parse(e.receivedAt);
-  const receivedAt = Number.isFinite(receivedMs) ? new Date(receivedMs).toISOString() : String(e.receivedAt);
+  const received = Number.isFinite(receivedMs) ? new Date(receivedMs).toISOString() : String(e.receivedAt);
+  return { segment, seq, e, owner: ownerKey(e.user_id), received, row: rollupRow(e, receivedMs) };
+}
+
+/** A row's column values (ColValues order) and metadata, as SegmentDb writes and reads them. */
+export function columnsOf(r: TailRow): { cols: ColValues; metadata: string } {
+  const e = r.e;
   const cols: ColValues = [
-    e.id, e.type, e.timestamp, receivedAt, ownerKey(e.user_id), e.sessionId || null, e.deployVersion ?? null,
+    e.id, e.type, e.timestamp, r.received, r.owner, e.sessionId || null, e.deployVersion ?? null,
     e.page_url ?? null, e.source ?? null, e.message ?? null, e.severity ?? null,
   ];
-  return { segment, seq, cols, metadata: metadataOf(e, cols), row: rollupRow(e, receivedMs), projectId: e.projectId };
+  return { cols, metadata: metadataOf(e, cols) };
 }
 
 export class HotTail {
@@ -101,7 +108,10 @@ export class HotTail {
 }
 
 /** A TailRow read back as SegmentDb reads its rows. */
-const eventOf = (r: TailRow): StoredEvent => eventFromRow([...r.cols, r.metadata]);
+const eventOf = (r: TailRow): StoredEvent => {
+  const { cols, metadata } = columnsOf(r);
+  return eventFromRow([...cols, metadata]);
+};
 
 /**
  * One segment as reads see it: its database, then its rows still in the tail. Used only within one
@@ -115,12 +125,12 @@ export class SegmentView {
     if (!this.pending.length) return this.db.rows(q, limit);
     const { since, until } = isoBounds(q);
     const match = (r: TailRow) =>
-      r.cols[OWNER] === q.userId &&
-      (q.type === undefined || r.cols[TYPE] === q.type) &&
-      (q.version === undefined || r.cols[VERSION] === q.version) &&
-      (q.projectId === undefined || r.projectId === q.projectId) &&
-      (since === undefined || r.cols[RECEIVED] >= since) &&
-      (until === undefined || r.cols[RECEIVED] < until) &&
+      r.owner === q.userId &&
+      (q.type === undefined || r.e.type === q.type) &&
+      (q.version === undefined || (r.e.deployVersion ?? null) === q.version) &&
+      (q.projectId === undefined || r.e.projectId === q.projectId) &&
+      (since === undefined || r.received >= since) &&
+      (until === undefined || r.received < until) &&
       (q.beforeSeq === undefined || r.seq < q.beforeSeq) &&
       (q.afterSeq === undefined || r.seq > q.afterSeq) &&
       (q.maxSeq === undefined || r.seq <= q.maxSeq);
@@ -148,12 +158,12 @@ export class SegmentView {
     if (!this.pending.length) return this.db.track(q, each);
     const { since, until } = isoBounds({ since: q.start, until: q.end });
     const match = (r: TailRow) =>
-      r.cols[OWNER] === q.userId &&
-      (q.type === undefined || r.cols[TYPE] === q.type) &&
-      (q.projectId === undefined || r.projectId === q.projectId) &&
-      (since === undefined || r.cols[RECEIVED] >= since) &&
-      (until === undefined || r.cols[RECEIVED] < until);
-    const visit = (r: TailRow) => each({ seq: r.seq, owner: r.cols[OWNER], row: r.row, e: eventOf(r) }) !== false;
+      r.owner === q.userId &&
+      (q.type === undefined || r.e.type === q.type) &&
+      (q.projectId === undefined || r.e.projectId === q.projectId) &&
+      (since === undefined || r.received >= since) &&
+      (until === undefined || r.received < until);
+    const visit = (r: TailRow) => each({ seq: r.seq, owner: r.owner, row: r.row, e: eventOf(r) }) !== false;
     if (q.order === 'DESC') {
       for (let i = this.pending.length - 1; i >= 0; i--) if (match(this.pending[i]) && !visit(this.pending[i])) return;
       return this.db.track(q, each);

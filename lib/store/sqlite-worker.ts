@@ -42,7 +42,7 @@ const COPY_SLICE = 4 << 20;
 /** Hour parts a seal encodes between two turns of the event loop (~10 ms of work). */
 const ENCODE_SLICE = 24;
 /** Rows written to a segment's database in one transaction. */
-const WRITE_BATCH = 128;
+const WRITE_BATCH = 32;
 /** Rows written in one transaction at start-up, when nothing waits for the writes: fewer commits. */
 const START_BATCH = 1000;
 /** Time a turn of the event loop spends writing rows (a read waits at most about this for them). */
