@@ -22,7 +22,7 @@ const events: StoredEvent[] = Array.from({ length: 240 }, (_, i) => {
   const e = normalise(raw, { now: T0 + Math.floor(i / 4) * 60_000 - (i % 11 === 0 ? 3_600_000 : 0), owner: OWNERS[i % 3] });
   return i % 4 === 1 ? { ...e, projectId: String(1 + (i % 2)) } : e;
 });
-const rows: TailRow[] = events.map((e, i) => tailRow(e, 7, i + 1));
+const rows: TailRow[] = events.map((e, i) => tailRow(e, 7, i + 1).tail);
 
 const { SQL } = await loadSqlJs();
 const dbWith = (part: TailRow[]) => {

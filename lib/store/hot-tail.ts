@@ -9,39 +9,36 @@
 import type { StoredEvent } from '../event.ts';
 import { rollupRow, type RollupRow } from '../rollup/hour.ts';
 import { isoBounds } from './filter.ts';
-import type { SeqRows, SegmentDb, TrackQuery, TrackedRow } from './segment.ts';
+import { rowFrom, type SeqRows, type SegmentDb, type TrackQuery, type TrackedRow } from './segment.ts';
 import type { RowsQuery } from './sqlite-protocol.ts';
 import { eventFromRow, metadataOf, ownerKey, type ColValues } from './sqlite-row.ts';
 
+/**
+ * A row as it is written: column values and metadata, not the event. Rows wait here for
+ * milliseconds to seconds, long enough to leave V8's young generation; holding the parsed events
+ * (three times the bytes, and object graphs to trace) grew the worker's heap by ~50 MiB at 4M events.
+ */
 export interface TailRow {
   /** The segment whose database the row goes to. */
   segment: number;
   seq: number;
-  e: StoredEvent;
-  /** Its owner key and receive time as their columns hold them (what reads filter on). */
-  owner: string;
-  received: string;
-  row: RollupRow;
+  /** Column values (ColValues order) and metadata, as SegmentDb writes and reads them. */
+  cols: ColValues;
+  metadata: string;
+  projectId: string | undefined;
 }
 
-/**
- * The row of a stored event, to be written to segment `segment` with `seq`. Its column values are
- * made when it is written (columnsOf): an insert's own work stays counting it.
- */
-export function tailRow(e: StoredEvent, segment: number, seq: number): TailRow {
+const OWNER = 4, RECEIVED = 3, TYPE = 1, VERSION = 6;
+
+/** The row of a stored event, to be written to segment `segment` with `seq`, and its rollup row. */
+export function tailRow(e: StoredEvent, segment: number, seq: number): { tail: TailRow; row: RollupRow } {
   const receivedMs = Date.parse(e.receivedAt);
   const received = Number.isFinite(receivedMs) ? new Date(receivedMs).toISOString() : String(e.receivedAt);
-  return { segment, seq, e, owner: ownerKey(e.user_id), received, row: rollupRow(e, receivedMs) };
-}
-
-/** A row's column values (ColValues order) and metadata, as SegmentDb writes and reads them. */
-export function columnsOf(r: TailRow): { cols: ColValues; metadata: string } {
-  const e = r.e;
   const cols: ColValues = [
-    e.id, e.type, e.timestamp, r.received, r.owner, e.sessionId || null, e.deployVersion ?? null,
+    e.id, e.type, e.timestamp, received, ownerKey(e.user_id), e.sessionId || null, e.deployVersion ?? null,
     e.page_url ?? null, e.source ?? null, e.message ?? null, e.severity ?? null,
   ];
-  return { cols, metadata: metadataOf(e, cols) };
+  return { tail: { segment, seq, cols, metadata: metadataOf(e, cols), projectId: e.projectId }, row: rollupRow(e, receivedMs) };
 }
 
 export class HotTail {
@@ -79,7 +76,8 @@ export class HotTail {
   advance(count: number): void {
     this.head += count;
     this.taken += count;
-    if (this.head > 4096 && this.head * 2 > this.rows.length) {
+    // Written rows are let go soon: held on, they outlive the young generation and fill the old one.
+    if (this.head === this.rows.length || (this.head > 1024 && this.head * 2 > this.rows.length)) {
       this.rows = this.rows.slice(this.head);
       this.head = 0;
     }
@@ -108,10 +106,7 @@ export class HotTail {
 }
 
 /** A TailRow read back as SegmentDb reads its rows. */
-const eventOf = (r: TailRow): StoredEvent => {
-  const { cols, metadata } = columnsOf(r);
-  return eventFromRow([...cols, metadata]);
-};
+const eventOf = (r: TailRow): StoredEvent => eventFromRow([...r.cols, r.metadata]);
 
 /**
  * One segment as reads see it: its database, then its rows still in the tail. Used only within one
@@ -125,12 +120,12 @@ export class SegmentView {
     if (!this.pending.length) return this.db.rows(q, limit);
     const { since, until } = isoBounds(q);
     const match = (r: TailRow) =>
-      r.owner === q.userId &&
-      (q.type === undefined || r.e.type === q.type) &&
-      (q.version === undefined || (r.e.deployVersion ?? null) === q.version) &&
-      (q.projectId === undefined || r.e.projectId === q.projectId) &&
-      (since === undefined || r.received >= since) &&
-      (until === undefined || r.received < until) &&
+      r.cols[OWNER] === q.userId &&
+      (q.type === undefined || r.cols[TYPE] === q.type) &&
+      (q.version === undefined || r.cols[VERSION] === q.version) &&
+      (q.projectId === undefined || r.projectId === q.projectId) &&
+      (since === undefined || r.cols[RECEIVED] >= since) &&
+      (until === undefined || r.cols[RECEIVED] < until) &&
       (q.beforeSeq === undefined || r.seq < q.beforeSeq) &&
       (q.afterSeq === undefined || r.seq > q.afterSeq) &&
       (q.maxSeq === undefined || r.seq <= q.maxSeq);
@@ -158,12 +153,13 @@ export class SegmentView {
     if (!this.pending.length) return this.db.track(q, each);
     const { since, until } = isoBounds({ since: q.start, until: q.end });
     const match = (r: TailRow) =>
-      r.owner === q.userId &&
-      (q.type === undefined || r.e.type === q.type) &&
-      (q.projectId === undefined || r.e.projectId === q.projectId) &&
-      (since === undefined || r.received >= since) &&
-      (until === undefined || r.received < until);
-    const visit = (r: TailRow) => each({ seq: r.seq, owner: r.owner, row: r.row, e: eventOf(r) }) !== false;
+      r.cols[OWNER] === q.userId &&
+      (q.type === undefined || r.cols[TYPE] === q.type) &&
+      (q.projectId === undefined || r.projectId === q.projectId) &&
+      (since === undefined || r.cols[RECEIVED] >= since) &&
+      (until === undefined || r.cols[RECEIVED] < until);
+    // Read back as SegmentDb.track reads a row of the database (rowFrom).
+    const visit = (r: TailRow) => each(rowFrom([r.seq, ...r.cols, r.metadata])) !== false;
     if (q.order === 'DESC') {
       for (let i = this.pending.length - 1; i >= 0; i--) if (match(this.pending[i]) && !visit(this.pending[i])) return;
       return this.db.track(q, each);

@@ -6,7 +6,7 @@ import type { StoredEvent } from '../event.ts';
 import { rollupRow, type RollupRow } from '../rollup/hour.ts';
 import { isoBounds } from './filter.ts';
 import { ROW_COLUMNS, eventFromRow, ownerKey, type RowValues } from './sqlite-row.ts';
-import { columnsOf, type TailRow } from './hot-tail.ts';
+import type { TailRow } from './hot-tail.ts';
 import type { RowsQuery } from './sqlite-protocol.ts';
 
 /**
@@ -104,10 +104,7 @@ export class SegmentDb {
     const insert = this.statement(INSERT);
     this.db.exec('BEGIN');
     try {
-      for (const r of rows) {
-        const { cols: c, metadata } = columnsOf(r);
-        insert.run([r.seq, c[0], c[1], c[2], c[8], c[5], c[7], c[9], c[10], c[6], metadata, c[3], c[4]]);
-      }
+      for (const { seq, cols: c, metadata } of rows) insert.run([seq, c[0], c[1], c[2], c[8], c[5], c[7], c[9], c[10], c[6], metadata, c[3], c[4]]);
       this.db.exec('COMMIT');
     } catch (err) {
       this.db.exec('ROLLBACK');
