@@ -156,7 +156,11 @@ export class Dedupe {
   /** The seal is durable: its exact ids give way to its filter (none when it sealed nothing). */
   sealed(token: number, filter: SegmentFilter | null, now: number): void {
     this.sealing.delete(token);
-    if (filter) this.addFilter(filter, now);
+    if (!filter) return;
+    // Filters that left the window go as this one comes: between retention's runs (every minute) a
+    // bulk load of past days, whose clock runs ahead, held three times the window's filters.
+    this.expire(now);
+    this.addFilter(filter, now);
   }
 
   addFilter(filter: SegmentFilter, now: number): void {
