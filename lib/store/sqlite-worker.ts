@@ -14,8 +14,6 @@
 // stays open for reads meanwhile.
 import { basename, dirname, join } from 'node:path';
 import { setImmediate } from 'node:timers';
-import * as v8mod from 'node:v8';
-const require_v8 = () => v8mod;
 import { parentPort } from 'node:worker_threads';
 import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
@@ -1067,15 +1065,8 @@ function handle(req: Request): Handled {
     }
     case 'getUser':
       return { answer: engine.getUser(req.idpUserId) };
-    case 'health': {
-      const v8 = require_v8();
-      const before = v8.getHeapStatistics().used_heap_size;
-      if (process.env.WT_GC) (globalThis as any).gc?.();
-      const hs = v8.getHeapStatistics();
-      log(`WORKERMEM before gc ${(before / 1048576).toFixed(0)}`);
-      log(`WORKERMEM heapUsed ${(hs.used_heap_size / 1048576).toFixed(0)} heapTotal ${(hs.total_heap_size / 1048576).toFixed(0)} physical ${(hs.total_physical_size / 1048576).toFixed(0)} external ${(hs.external_memory / 1048576).toFixed(0)} malloced ${(hs.malloced_memory / 1048576).toFixed(0)} tail ${(engine as any).tail.size}`);
+    case 'health':
       return { answer: engine.health() };
-    }
     case 'prune': {
       const pruned = engine.prune(req.now, PRUNE_BATCH * 10);
       return { answer: pruned.then(() => undefined), holds: pruned };
