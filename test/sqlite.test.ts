@@ -220,6 +220,31 @@ test('crash: acknowledged events are in the journal and replayed (no snapshot wa
   assert.is((await after.health()).journalBytes, 0);
 });
 
+test('start-up applies retention, by count and by age, to the events it replays (their rows are written after it), and its dedupe holds them', async () => {
+  const dir = tempDir();
+  const { store } = await open(join(dir, 'watchtower.sqlite'));
+  // 30 events one minute apart, the newest at NOW, inserted oldest first; all of them only in the journal.
+  const events = mixed(30).reverse();
+  for (let i = 0; i < 30; i += 5) await store.insert(events.slice(i, i + 5));
+  const ids = (list: StoredEvent[]) => list.map((e) => e.id).reverse();
+
+  const byCount = (await open(join(crashCopy(dir), 'watchtower.sqlite'), { maxEvents: 20, now: () => NOW })).store;
+  const newest20 = events.slice(10);
+  assert.equal(ids(await all(byCount)), newest20.map((e) => e.id));
+  assert.equal(await byCount.stats('u', NOW), computeStats(newest20, NOW));
+  assert.is((await byCount.health()).eventCount, 20);
+  assert.is((await byCount.insert([events[29], events[0]])).length, 1, 'a kept event is a duplicate, a pruned one is new');
+
+  // A day later, less ten minutes: the events received in the last ten minutes before NOW are kept.
+  const later = NOW + 86_400_000 - 10 * 60_000 + 30_000;
+  const byAge = (await open(join(crashCopy(dir), 'watchtower.sqlite'), { retentionDays: 1, now: () => later })).store;
+  const recent = events.filter((e) => Date.parse(e.receivedAt) >= later - 86_400_000);
+  assert.is(recent.length, 10);
+  assert.equal(ids(await all(byAge)), recent.map((e) => e.id));
+  assert.equal(await byAge.stats('u', later), computeStats(recent, later));
+  assert.is((await byAge.insert(recent)).length, 0);
+});
+
 test('torn journal: an unparseable last line is skipped and reported; everything before it is kept', async () => {
   const dir = tempDir();
   const path = join(dir, 'watchtower.sqlite');

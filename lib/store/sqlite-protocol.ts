@@ -90,6 +90,8 @@ export type Request =
   | { op: 'getUser'; idpUserId: string }
   | { op: 'health' }
   | { op: 'prune'; now: number }
+  /** Answers once every event applied before it has its row in its segment's database. */
+  | { op: 'written' }
   /** Export now; the database holds exactly the journal segments up to `covered`. */
   | { op: 'snapshot'; covered: number; reason: string; now: number }
   /**

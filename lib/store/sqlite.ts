@@ -398,6 +398,9 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     const previous = snapshotting;
     const run = (async () => {
       if (previous) await previous.catch(() => {});
+      // The worker writes the rows counted so far first, without holding reads as the snapshot
+      // does (after start-up's replay, ~1 s of them).
+      await request({ op: 'written' });
       let done!: Promise<void>;
       await enqueue('', async () => {
         const covered = await writer.rotate();
