@@ -318,6 +318,7 @@ test('SessionIds: a session has one id whether its part keeps it as 16 bytes or 
   const ids = new SessionIds();
   const byBytes = ids.of(frozenPacked); // grows the table several times
   assert.is(ids.size, 5000);
+  assert.equal(new SessionIds(5000).of(frozenPacked), byBytes, 'a table sized beforehand hands out the same ids');
   const byText = ids.of(frozenText);
   assert.is(ids.size, 5000 + others.length, 'only the ids that are not packed UUIDs are new');
   const idOf = new Map<string, number>();

@@ -124,7 +124,13 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   // (SessionIds), and each name's sessions are a bitset of those (IdSet) rather than a set of
   // strings: a 30-day range adds ~500k (name, session) pairs at 1M events.
   const dims = DIMENSIONS.map(() => new Map<string, { events: number; sessions: IdSet }>());
-  const sessionIds = new SessionIds();
+  let sessionCount = 0;
+  if (withBreakdowns) {
+    // A first walk over the parts, to size the table (a day it merges stays merged for the second).
+    rollups.forEachPart(h0, h1, (p) => void (sessionCount += p.sessionCount), r.bucketMs >= DAY_MS);
+    for (const p of edges) sessionCount += p.sessionCount;
+  }
+  const sessionIds = new SessionIds(sessionCount);
   const vitals = VITAL_NAMES.map(vitalTotals);
   const vitalPages = new Map<string, { events: number; metrics: (VitalTotals | undefined)[] }>();
 

@@ -49,7 +49,7 @@ export interface SqliteStoreOptions {
   maxEvents?: number;
   /** The hot segment is sealed past this many events (or at a UTC day change). Default 50,000. */
   sealEvents?: number;
-  /** Memory budget of the sealed segments kept open for reads, in MiB. Default 128. */
+  /** Memory budget of the sealed segments kept open for reads, in MiB. Default 64 (DEFAULT_CACHE_MB). */
   cacheMb?: number;
   /** A retried event is recognised for at least this many days after it was stored. Default 7. */
   dedupeDays?: number;
