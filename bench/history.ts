@@ -47,6 +47,16 @@ const begin = end - DAYS * DAY;
 let clock = begin;
 const openStore = () => openSqliteStore({ path, retentionDays: DAYS, log, now: () => clock });
 
+/** The health's memory figures in MiB: each thread's heap and what it holds outside it. */
+function memoryParts(memory: unknown): string {
+  type Thread = { heapUsedBytes: number; heapTotalBytes: number; externalBytes: number };
+  const { rssBytes, main, worker } = memory as { rssBytes: number; main: Thread; worker: Thread };
+  const known = main.heapTotalBytes + main.externalBytes + worker.heapTotalBytes + worker.externalBytes;
+  return `main heap ${mib(main.heapUsedBytes)} used of ${mib(main.heapTotalBytes)}, outside it ${mib(main.externalBytes)}; ` +
+    `worker heap ${mib(worker.heapUsedBytes)} used of ${mib(worker.heapTotalBytes)}, outside it ${mib(worker.externalBytes)} (database files, sql.js's memory); ` +
+    `the rest (the runtime) ${mib(rssBytes - known)} MiB`;
+}
+
 const makeBatch = (start: number, stop: number, from: number, step: number, first: number) => {
   const batch = [];
   for (let i = start; i < stop; i++) batch.push(historyEvent(first + i, Math.floor(from + i * step), USERS));
@@ -126,6 +136,7 @@ const disk = diskBytes();
 globalThis.gc?.();
 await new Promise((r) => setTimeout(r, 1000));
 const rssLoaded = process.memoryUsage().rss;
+const memoryLoaded = memoryParts((await store.health()).memory);
 console.log(`loaded ${held.toLocaleString()} in ${loadSeconds.toFixed(0)} s; ${mib(disk)} MiB on disk; RSS ${mib(rssLoaded)} MiB`);
 
 // 2. Reads through the real handler, in-process.
@@ -183,6 +194,7 @@ const burstStats = await timed(() => get('/api/stats'));
 globalThis.gc?.();
 await new Promise((r) => setTimeout(r, 1000));
 const rssRead = process.memoryUsage().rss;
+const memoryRead = memoryParts((await store.health()).memory);
 await store.close();
 
 // 5. Start-up with a journal of REPLAY events: a child process appends them and dies without closing.
@@ -218,7 +230,9 @@ rmSync(dir, { recursive: true, force: true });
 const rows = [
   [`load ${TOTAL.toLocaleString()} events (batches of ${BATCH}, ${IN_FLIGHT} in flight, journal + fsync), one run`, `${loadSeconds.toFixed(0)} s = ${Math.round(TOTAL / loadSeconds).toLocaleString()} events/s`],
   ['RSS (both threads) with everything held, after the load / peak while loading', `${mib(rssLoaded)} MiB / ${mib(peakLoad)} MiB (target < 600 MB)`],
+  ['of which, after the load (the store\'s health figures)', memoryLoaded],
   ['RSS after the reads, the seal and the burst below', `${mib(rssRead)} MiB`],
+  ['of which, after them', memoryRead],
   [`dedupe after the load: key filters of the sealed segments within the ${DEFAULT_DEDUPE_DAYS}-day window / ids of the hot segment`, `${mib(dedupeFilterBytes)} MiB for ${(dedupeFilterBytes / 8).toLocaleString()} keys / ${hotEvents.toLocaleString()} ids`],
   ['disk per event (every file of the store / events held)', `${Math.round(disk / held)} B (target < 250 B)`],
   [`start-up with ${TOTAL.toLocaleString()} held + a journal of ${REPLAY.toLocaleString()} events, ${ROUNDS} rounds`, `${spread(startups)} ms, journal entries replayed ${spread(replayed)} (target < 3 s)`],

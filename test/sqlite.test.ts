@@ -245,6 +245,18 @@ test('start-up applies retention, by count and by age, to the events it replays 
   assert.is((await byAge.insert(recent)).length, 0);
 });
 
+test('health says where memory goes: the process, each thread\'s heap, and what the worker holds outside its heap, the hot database among it', async () => {
+  const dir = tempDir();
+  const { store } = await open(join(dir, 'watchtower.sqlite'));
+  await store.insert(mixed(200));
+  const h = await store.health();
+  type Thread = { heapUsedBytes: number; heapTotalBytes: number; externalBytes: number };
+  const { rssBytes, main, worker } = h.memory as { rssBytes: number; main: Thread; worker: Thread };
+  for (const t of [main, worker]) assert.ok(t.heapUsedBytes > 0 && t.heapUsedBytes <= t.heapTotalBytes, JSON.stringify(t));
+  assert.ok(worker.externalBytes >= (h.databaseBytes as number), `${worker.externalBytes} < ${h.databaseBytes}`);
+  assert.ok(rssBytes > main.heapUsedBytes + worker.heapUsedBytes);
+});
+
 test('torn journal: an unparseable last line is skipped and reported; everything before it is kept', async () => {
   const dir = tempDir();
   const path = join(dir, 'watchtower.sqlite');

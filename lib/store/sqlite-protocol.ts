@@ -1,5 +1,6 @@
 // The messages between the sqlite store's main thread (sqlite.ts) and its database worker
 // (sqlite-worker.ts). Every request is answered in the order sent (see sqlite.ts).
+import { memoryUsage } from 'node:process';
 import type { StoredEvent } from '../event.ts';
 import type { StatsRange } from '../stats.ts';
 import type { SegmentFilter } from './dedupe.ts';
@@ -49,6 +50,16 @@ export interface HealthFigures {
     /** Segments sealed before project statistics were kept whose projects are not rolled up yet. */
     projectsPending: number;
   };
+  /** The worker thread's memory: its heap, and outside it the databases' files and sql.js's WebAssembly memory. */
+  workerMemory: ThreadMemory;
+}
+
+/** A thread's memory as its runtime counts it: its heap used and reserved, and what it holds outside the heap (array buffers, WebAssembly memory). */
+export interface ThreadMemory { heapUsedBytes: number; heapTotalBytes: number; externalBytes: number }
+
+export function threadMemory(): ThreadMemory {
+  const m = memoryUsage();
+  return { heapUsedBytes: m.heapUsed, heapTotalBytes: m.heapTotal, externalBytes: m.external };
 }
 
 export interface SealAnswer {

@@ -31,7 +31,7 @@ import { Scopes } from './scopes.ts';
 import { SegmentCache, type SealedSegment } from './segment-cache.ts';
 import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow } from './segment.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
-import type { FromWorker, HealthFigures, InitArgs, InitResult, Request, RowsQuery, RowsResult, SealAnswer, SealFigures, ToWorker } from './sqlite-protocol.ts';
+import { threadMemory, type FromWorker, type HealthFigures, type InitArgs, type InitResult, type Request, type RowsQuery, type RowsResult, type SealAnswer, type SealFigures, type ToWorker } from './sqlite-protocol.ts';
 import { ownerKey } from './sqlite-row.ts';
 import type { AppUser } from './types.ts';
 
@@ -611,6 +611,7 @@ class Engine {
         sealed: this.sealed.size, hotEvents: this.hotCount, cacheBytes: this.sealed.openBytes, cacheOpen: this.sealed.openCount, lastSeal: this.lastSeal,
         projectsPending: this.backfill.length,
       },
+      workerMemory: threadMemory(),
     };
   }
 

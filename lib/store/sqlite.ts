@@ -25,6 +25,7 @@
 //   the worker (lib/rollup, lib/live-window.ts), as the memory store's is, instead of scanning.
 // - If the worker dies, every operation answers StoreUnavailableError (503) instead of hanging;
 //   acknowledged events are in the journal and come back at the next start.
+import { memoryUsage } from 'node:process';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { StoredEvent } from '../event.ts';
@@ -37,7 +38,7 @@ import { ownerKey } from './sqlite-row.ts';
 import { Dedupe } from './dedupe.ts';
 import { DEFAULT_CACHE_MB, DEFAULT_DEDUPE_DAYS, DEFAULT_MAX_EVENTS, DEFAULT_RETENTION_DAYS } from './defaults.ts';
 import { writeSegment } from './seal.ts';
-import type { FromWorker, HealthFigures, InitResult, Request, RowsResult, SealAnswer, ToWorker } from './sqlite-protocol.ts';
+import { threadMemory, type FromWorker, type HealthFigures, type InitResult, type Request, type RowsResult, type SealAnswer, type ToWorker } from './sqlite-protocol.ts';
 import { StoreUnavailableError, type AppUser, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
 
 export interface SqliteStoreOptions {
@@ -611,6 +612,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         startup: figures.startup,
         segments: { ...figures.segments, dedupeFilterBytes: dedupe.filterBytes },
         cacheMb,
+        memory: { rssBytes: memoryUsage().rss, main: threadMemory(), worker: figures.workerMemory },
       };
     },
     async flush() {
