@@ -47,7 +47,12 @@ const ms = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1,
 
 /** One wrk run from a separate process: 1 thread (the server has the other core), keep-alive. */
 export function wrk(url: string, opts: { connections: number; seconds: number; bodyFile: string; path: string }): WrkResult {
-  return parseWrk(execFileSync('wrk', wrkArgs(url, opts), { env: wrkEnv(opts), encoding: 'utf8' }));
+  try {
+    return parseWrk(execFileSync('wrk', wrkArgs(url, opts), { env: wrkEnv(opts), encoding: 'utf8' }));
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') throw new Error('this benchmark drives the server with wrk, which is not installed (Debian: apt-get install wrk)');
+    throw err;
+  }
 }
 
 export const wrkArgs = (url: string, opts: { connections: number; seconds: number }) =>
