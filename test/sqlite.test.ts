@@ -428,8 +428,12 @@ test('a snapshot does not hold up acknowledgements: inserts sent while the worke
     await store.insert(Array.from({ length: 1000 }, (_, i) => ev({ id: `big-${b}-${i}`, data: { pad } })));
   }
   const order: string[] = [];
+  const journals = segments(dir).length;
   const flushing = store.flush().then(() => void order.push('snapshot written'));
-  // This insert is journaled after the rotation, so the worker receives it after the snapshot request.
+  // The snapshot first has the worker write the rows it has counted, then rotates the journal.
+  // This insert, sent once the rotation began, is journaled after it, so the worker receives it
+  // after the snapshot request.
+  await until(() => segments(dir).length > journals);
   await store.insert([ev({ id: 'after-rotation' })]);
   // Sent after that acknowledgement: the worker answers it only once the export is done.
   let answered = false;
