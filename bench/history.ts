@@ -14,6 +14,7 @@ import type { StoredEvent } from '../lib/event.ts';
 import { createHandler } from '../lib/handler.ts';
 import { DEFAULT_DEDUPE_DAYS } from '../lib/store/defaults.ts';
 import { openSqliteStore } from '../lib/store/sqlite.ts';
+import type { ThreadMemory } from '../lib/store/sqlite-protocol.ts';
 import type { Store } from '../lib/store/types.ts';
 import { machine, median, spread, writeSection } from './lib.ts';
 import { historyEvent, USERS_PREFIX } from './history-data.ts';
@@ -49,8 +50,7 @@ const openStore = () => openSqliteStore({ path, retentionDays: DAYS, log, now: (
 
 /** The health's memory figures in MiB: each thread's heap and what it holds outside it. */
 function memoryParts(memory: unknown): string {
-  type Thread = { heapUsedBytes: number; heapTotalBytes: number; externalBytes: number };
-  const { rssBytes, main, worker } = memory as { rssBytes: number; main: Thread; worker: Thread };
+  const { rssBytes, main, worker } = memory as { rssBytes: number; main: ThreadMemory; worker: ThreadMemory };
   const known = main.heapTotalBytes + main.externalBytes + worker.heapTotalBytes + worker.externalBytes;
   return `main heap ${mib(main.heapUsedBytes)} used of ${mib(main.heapTotalBytes)}, outside it ${mib(main.externalBytes)}; ` +
     `worker heap ${mib(worker.heapUsedBytes)} used of ${mib(worker.heapTotalBytes)}, outside it ${mib(worker.externalBytes)} (database files, sql.js's memory); ` +

@@ -10,6 +10,7 @@ import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
 import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
+import type { ThreadMemory } from '../lib/store/sqlite-protocol.ts';
 import { databaseFile, growFile, loadSqlJs, readDatabaseFile } from '../lib/store/sqljs.ts';
 import type { Store } from '../lib/store/types.ts';
 import type { Worker } from 'node:worker_threads';
@@ -250,8 +251,7 @@ test('health says where memory goes: the process, each thread\'s heap, and what 
   const { store } = await open(join(dir, 'watchtower.sqlite'));
   await store.insert(mixed(200));
   const h = await store.health();
-  type Thread = { heapUsedBytes: number; heapTotalBytes: number; externalBytes: number };
-  const { rssBytes, main, worker } = h.memory as { rssBytes: number; main: Thread; worker: Thread };
+  const { rssBytes, main, worker } = h.memory as { rssBytes: number; main: ThreadMemory; worker: ThreadMemory };
   for (const t of [main, worker]) assert.ok(t.heapUsedBytes > 0 && t.heapUsedBytes <= t.heapTotalBytes, JSON.stringify(t));
   assert.ok(worker.externalBytes >= (h.databaseBytes as number), `${worker.externalBytes} < ${h.databaseBytes}`);
   assert.ok(rssBytes > main.heapUsedBytes + worker.heapUsedBytes);

@@ -43,8 +43,8 @@ const COPY_SLICE = 4 << 20;
 const ENCODE_SLICE = 24;
 /** Rows written to a segment's database in one transaction. */
 const WRITE_BATCH = 32;
-/** Rows written in one transaction at start-up, when nothing waits for the writes: fewer commits. */
-const START_BATCH = 1000;
+/** Rows written in one transaction when every counted row is written at once (before retention deletes hot rows): fewer commits. */
+const BULK_BATCH = 1000;
 /** Time a turn of the event loop spends writing rows (a read waits at most about this for them). */
 const WRITE_SLICE_MS = 4;
 /** Seqs of a segment the project backfill reads between two turns of the event loop (~5 ms). */
@@ -415,6 +415,8 @@ class Engine {
       if (old) byAge += s.count;
       else byCount += s.count;
     }
+    // Hot rows are deleted from the database: those still in the tail are written first.
+    if (this.tail.size && ((retentionDays > 0 && this.hotReceived.min < cutoff) || this.eventCount > maxEvents)) this.writeAll();
     if (retentionDays > 0) {
       let n = 0;
       while (n < maxRows) {
@@ -457,15 +459,9 @@ class Engine {
     return { written, prune: written.then(() => this.prune(now, PRUNE_BATCH * 5)) };
   }
 
-  /** Start-up: writes every counted row now. */
-  writeAll(): void {
-    this.writeSlice(Infinity, START_BATCH);
-  }
-
-  /** Whether prune(now) would delete rows of the hot segment (which it finds in its database only). */
-  pruneReachesHot(now: number): boolean {
-    const { retentionDays, maxEvents } = this.args;
-    return (retentionDays > 0 && this.hotReceived.min < now - retentionDays * DAY_MS) || this.eventCount > maxEvents;
+  /** Writes every counted row now. */
+  private writeAll(): void {
+    this.writeSlice(Infinity, BULK_BATCH);
   }
 
   /** Settles once every row counted so far is in its database. */
@@ -1022,7 +1018,6 @@ async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResu
   // Counted rows it prunes are taken back, and dropped segments leave the rollups. Its
   // messages to the main thread (pruned keys, dropped filters) arrive before the answer below and
   // find nothing to forget: the keys and filters the answer carries are the ones left after it.
-  if (engine.pruneReachesHot(args.now)) engine.writeAll(); // retention deletes hot rows from the database
   const pruned = await engine.prune(args.now);
   const keys = engine.hotKeys();
   const changed = journal.entries.length > 0 || pruned.byAge > 0 || pruned.byCount > 0 || journal.skipped.length > 0;
