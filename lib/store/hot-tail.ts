@@ -148,6 +148,18 @@ export class SegmentView {
     return { events: [...older.events, ...tail.events.slice(0, room)], seqs: [...older.seqs, ...tail.seqs.slice(0, room)] };
   }
 
+  /** SegmentDb.errors over the database and the pending rows (which follow every written row). */
+  errors(after: number, upTo: number, limit: number): SeqRows {
+    const out = this.db.errors(after, upTo, limit);
+    for (const r of this.pending) {
+      if (out.events.length >= limit) break;
+      if (r.seq <= after || r.seq > upTo || r.cols[TYPE] !== 'error' || r.cols[OWNER] === '') continue;
+      out.events.push(eventOf(r));
+      out.seqs.push(r.seq);
+    }
+    return out;
+  }
+
   /** SegmentDb.track over the database and the pending rows. */
   track(q: TrackQuery, each: (r: TrackedRow) => boolean | void): void {
     if (!this.pending.length) return this.db.track(q, each);

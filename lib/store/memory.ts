@@ -9,7 +9,7 @@ import { UserRollups } from '../rollup/user.ts';
 import type { Stats, StatsRange } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { eventMatcher } from './filter.ts';
-import type { AppUser, EventPage, EventQuery, ExportQuery, Store, StoreHealth, UserSync } from './types.ts';
+import type { AppUser, ErrorScan, ErrorScanQuery, EventPage, EventQuery, ExportQuery, Store, StoreHealth, UserSync } from './types.ts';
 
 export const DEFAULT_BUFFER_SIZE = 10_000;
 
@@ -145,6 +145,18 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
         next = base + i;
         if (batch.length) yield batch;
       }
+    },
+    async scanErrors(q: ErrorScanQuery): Promise<ErrorScan> {
+      const events: StoredEvent[] = [], seqs: number[] = [];
+      const last = Math.min(base + buffer.length - 1, q.upTo ?? Infinity);
+      let seq = Math.max(q.after + 1, base + head);
+      for (; seq <= last && events.length < q.limit; seq++) {
+        const e = buffer[seq - base];
+        if (e.type !== 'error' || e.user_id === null || (q.userId !== undefined && e.user_id !== q.userId)) continue;
+        events.push(e);
+        seqs.push(seq);
+      }
+      return { events, seqs, through: Math.max(q.after, seq - 1) };
     },
     async stats(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats> {
       const u = scopeOf(userId, projectId, false);

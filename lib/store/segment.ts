@@ -170,6 +170,26 @@ export class SegmentDb {
   }
 
   /**
+   * Error rows of identified owners with seq in (after, upTo], oldest first, at most `limit`: issue
+   * processing's feed across owners. Walks the seq key, so it costs the rows it passes.
+   */
+  errors(after: number, upTo: number, limit: number): SeqRows {
+    const s = this.statement(`SELECT seq, ${ROW_COLUMNS} FROM events WHERE seq > ? AND seq <= ? AND type = 'error' AND user_id <> '' ORDER BY seq LIMIT ?`);
+    const out: SeqRows = { events: [], seqs: [] };
+    s.bind([after, Math.min(upTo, Number.MAX_SAFE_INTEGER), limit]);
+    try {
+      while (s.step()) {
+        const v = s.get();
+        out.seqs.push(v[0] as number);
+        out.events.push(eventFromRow(v.slice(1) as RowValues));
+      }
+    } finally {
+      s.reset();
+    }
+    return out;
+  }
+
+  /**
    * The owner's rows received in [start, end), by seq; `each` sees every one and may stop (false).
    * `via`: the index walked. 'received' finds a narrow span's rows (and sorts them by seq); 'seq'
    * walks the owner's rows in seq order, checking their receive time, which lets a newest-first

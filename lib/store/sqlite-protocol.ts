@@ -6,7 +6,7 @@ import type { StatsRange } from '../stats.ts';
 import type { SegmentFilter } from './dedupe.ts';
 import type { StoreFsModule } from './fs.ts';
 import type { Manifest } from './seal.ts';
-import type { EventFilter } from './types.ts';
+import type { ErrorScanQuery, EventFilter } from './types.ts';
 
 export interface InitArgs {
   path: string;
@@ -97,6 +97,8 @@ export type Request =
   /** Journal lines (entries the main thread decided are new), applied in order. */
   | { op: 'apply'; lines: string; now: number }
   | { op: 'rows'; query: RowsQuery }
+  /** Store.scanErrors. */
+  | { op: 'errors'; query: ErrorScanQuery }
   | { op: 'stats'; userId: string; now: number; range?: StatsRange; projectId?: string }
   | { op: 'getUser'; idpUserId: string }
   | { op: 'health' }

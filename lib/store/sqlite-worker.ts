@@ -33,7 +33,7 @@ import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow } from './se
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
 import { threadMemory, type FromWorker, type HealthFigures, type InitArgs, type InitResult, type Request, type RowsQuery, type RowsResult, type SealAnswer, type SealFigures, type ToWorker } from './sqlite-protocol.ts';
 import { ownerKey } from './sqlite-row.ts';
-import type { AppUser } from './types.ts';
+import type { AppUser, ErrorScan, ErrorScanQuery } from './types.ts';
 
 const DAY_MS = 86_400_000;
 const PRUNE_BATCH = 2000;
@@ -497,10 +497,15 @@ class Engine {
    * across segments, one more than `limit` read to tell whether more follow.
    */
   async rows(q: RowsQuery): Promise<RowsResult> {
+    const { events, seqs, more } = await this.seqRows(q);
+    return { events, lastSeq: events.length ? seqs[events.length - 1] : null, more, maxSeq: this.maxSeq };
+  }
+
+  private async seqRows(q: RowsQuery): Promise<{ events: StoredEvent[]; seqs: number[]; more: boolean }> {
     const limit = Math.max(0, Math.floor(q.limit));
-    // '' is the anonymous owner key: unowned events appear for no user.
-    if (limit === 0 || q.userId === '') return { events: [], lastSeq: null, more: false, maxSeq: this.maxSeq };
     const events: StoredEvent[] = [], seqs: number[] = [];
+    // '' is the anonymous owner key: unowned events appear for no user.
+    if (limit === 0 || q.userId === '') return { events, seqs, more: false };
     for (const s of this.sources(q.userId, q.order, q)) {
       const r = (await this.view(s)).rows(q, limit + 1 - events.length);
       events.push(...r.events);
@@ -508,8 +513,30 @@ class Engine {
       if (events.length > limit) break;
     }
     const more = events.length > limit;
-    if (more) events.length = limit;
-    return { events, lastSeq: events.length ? seqs[events.length - 1] : null, more, maxSeq: this.maxSeq };
+    if (more) events.length = seqs.length = limit;
+    return { events, seqs, more };
+  }
+
+  /**
+   * Issue processing's feed (Store.scanErrors): error rows after a seq, oldest first, across owners
+   * (segments by seq) or of one owner (its index, as an export reads it).
+   */
+  async errors(q: ErrorScanQuery): Promise<ErrorScan> {
+    const upTo = Math.min(q.upTo ?? Infinity, this.maxSeq);
+    const limit = Math.max(0, Math.floor(q.limit));
+    if (q.userId !== undefined) {
+      const r = await this.seqRows({ userId: q.userId, type: 'error', afterSeq: q.after, maxSeq: upTo, order: 'oldest', limit });
+      return { events: r.events, seqs: r.seqs, through: r.more ? r.seqs[r.seqs.length - 1] : Math.max(q.after, upTo) };
+    }
+    const events: StoredEvent[] = [], seqs: number[] = [];
+    const sealed = this.sealed.oldestFirst().filter((s) => s.maxSeq > q.after && s.minSeq <= upTo);
+    for (const s of [...sealed, 'hot' as const]) {
+      if (events.length >= limit) break;
+      const r = (await this.view(s)).errors(q.after, upTo, limit - events.length);
+      events.push(...r.events);
+      seqs.push(...r.seqs);
+    }
+    return { events, seqs, through: events.length >= limit && limit > 0 ? seqs[seqs.length - 1] : Math.max(q.after, upTo) };
   }
 
   /**
@@ -1064,6 +1091,10 @@ function handle(req: Request): Handled {
       // A read may open sealed segments (async): nothing else runs until it has read them all.
       const rows = engine.rows(req.query);
       return { answer: rows, holds: rows };
+    }
+    case 'errors': {
+      const errors = engine.errors(req.query);
+      return { answer: errors, holds: errors };
     }
     case 'stats': {
       const stats = engine.stats(req.userId, req.now, req.range, req.projectId);

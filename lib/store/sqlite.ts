@@ -39,7 +39,7 @@ import { Dedupe } from './dedupe.ts';
 import { DEFAULT_CACHE_MB, DEFAULT_DEDUPE_DAYS, DEFAULT_MAX_EVENTS, DEFAULT_RETENTION_DAYS } from './defaults.ts';
 import { writeSegment } from './seal.ts';
 import { threadMemory, type FromWorker, type HealthFigures, type InitResult, type Request, type RowsResult, type SealAnswer, type ToWorker } from './sqlite-protocol.ts';
-import { StoreUnavailableError, type AppUser, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
+import { StoreUnavailableError, type AppUser, type ErrorScan, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
 
 export interface SqliteStoreOptions {
   /** Database file; the journal segments and snapshot temp files live beside it. */
@@ -545,6 +545,10 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
         outbox += text;
         return stored;
       }, release);
+    },
+    async scanErrors(query) {
+      alive();
+      return request<ErrorScan>({ op: 'errors', query });
     },
     async list(q): Promise<EventPage> {
       alive();

@@ -52,6 +52,30 @@ export interface ExportQuery extends EventFilter {
   batchSize?: number;
 }
 
+/** What Store.scanErrors reads: positions are the store's insertion order (its sequence numbers). */
+export interface ErrorScanQuery {
+  /** Only events stored after this position (exclusive). */
+  after: number;
+  /** Most events answered. */
+  limit: number;
+  /** Only this owner's errors; every identified owner's when absent. */
+  userId?: string;
+  /** Only events at or before this position. */
+  upTo?: number;
+}
+
+export interface ErrorScan {
+  /** Error events of identified owners, oldest first, with their positions. */
+  events: StoredEvent[];
+  seqs: number[];
+  /**
+   * Every matching event with a position in (after, through] is in `events`: the next scan starts
+   * after `through`. At least the last position answered; at most what the store can vouch that no
+   * event will later appear below (a shared database's transactions commit out of order).
+   */
+  through: number;
+}
+
 export interface AppUser {
   idp_user_id: string;
   email: string;
@@ -120,6 +144,17 @@ export interface Store {
    * only the user's events of that project count (as computeStats over those events).
    */
   stats(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats>;
+  /**
+   * Issue processing's feed (lib/issues/feed.ts): error events of identified owners after a
+   * position, in insertion order, so grouping can checkpoint its progress against the store and
+   * resume after a crash. Positions survive a restart of the store.
+   */
+  scanErrors(query: ErrorScanQuery): Promise<ErrorScan>;
+  /**
+   * PostgreSQL, shared by several instances: whether this instance is the one that groups issues
+   * (a lease it holds while it runs). Absent: a store has one process, which always does.
+   */
+  issueLease?(): Promise<boolean>;
   /** Upserts the app user keyed by idp_user_id (docs/api.md#users-sync) and returns the stored record. */
   upsertUser(user: UserSync, now: number): Promise<AppUser>;
   getUser(idpUserId: string): Promise<AppUser | null>;
