@@ -98,7 +98,7 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
   const ctx: Context = {
     store: deps.store,
     records,
-    monitor: createMonitor(records, { now, log }, deps.monitoring),
+    monitor: createMonitor(deps.store, records, { now, log }, deps.monitoring),
     projects: createProjects(records, now),
     auth,
     trustEventUserId: auth.trustsHeader === true,

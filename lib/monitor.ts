@@ -4,6 +4,7 @@
 // off the request path, so a slow record store, webhook or SMTP server never slows ingestion.
 import type { StoredEvent } from './event.ts';
 import type { RecordStore } from './records/types.ts';
+import type { Store } from './store/types.ts';
 import type { AlertConfig } from './alerts/config.ts';
 import type { RetryPolicy } from './alerts/delivery.ts';
 import type { Mailer } from './alerts/mailer.ts';
@@ -40,7 +41,7 @@ export interface Monitor {
   /** Ingestion's one call: queue stored events (errors and page loads), never waits. */
   push(events: readonly StoredEvent[]): void;
   start(): void;
-  /** Processes what is queued, then evaluates alerts now (tests, shutdown). */
+  /** Groups every error stored so far, then evaluates alerts now (tests). */
   flush(): Promise<void>;
   close(): Promise<void>;
 }
@@ -48,7 +49,10 @@ export interface Monitor {
 export const DEFAULT_ALERT_CONFIG: AlertConfig = { smtpUrl: null, alertFrom: null, publicUrl: 'http://localhost:3000' };
 export const PROCESS_EVERY_MS = 500;
 
-export function createMonitor(records: RecordStore, deps: { now: () => number; log: (msg: string) => void }, options: MonitorOptions = {}): Monitor {
+/** How long closing may keep grouping errors; what is left is grouped at the next start. */
+export const CLOSE_GROUPING_MS = 3_000;
+
+export function createMonitor(store: Store, records: RecordStore, deps: { now: () => number; log: (msg: string) => void }, options: MonitorOptions = {}): Monitor {
   const config = options.alerts ?? DEFAULT_ALERT_CONFIG;
   // smtp.ts loads nodemailer only when the first message goes out.
   const mailer = options.mailer !== undefined ? options.mailer
@@ -72,11 +76,13 @@ export function createMonitor(records: RecordStore, deps: { now: () => number; l
   });
   const processor = new IssueProcessor({
     issues,
+    records,
+    source: store,
     sourceMaps: (owner, project) => sourceMaps.lookup(owner, project),
     cache: new SourceMapCache(),
     onTransition: (change) => alerts.push(change),
     onEvent: (event) => metrics.record(event),
-    onError: (e, event) => deps.log(`issue processing failed for event ${event.id}: ${e instanceof Error ? e.message : String(e)}`),
+    onError: (e, event) => deps.log(`issue processing failed${event ? ` for event ${event.id}` : ''}: ${e instanceof Error ? e.message : String(e)}`),
   });
   return {
     issues,
@@ -93,7 +99,8 @@ export function createMonitor(records: RecordStore, deps: { now: () => number; l
       await alerts.engine.tick();
     },
     async close() {
-      processor.stop();
+      // The store is the queue: errors not grouped by then are read again at the next start.
+      processor.stop(CLOSE_GROUPING_MS);
       await processor.drain().catch(() => {});
       await alerts.engine.tick().catch(() => {});
       await alerts.stop();

@@ -1,35 +1,43 @@
-// From stored events to issues and alerts, off the ingest path. After the store has acknowledged
-// a batch, ingestion calls push(events): a filter and an append to a bounded queue, nothing else.
-// A timer drains the queue a slice at a time, one slice after another (so two updates of one issue
-// never race on its read-modify-write in this process): symbolicate, group, read each issue once,
-// applyEvents, write it, and hand the transitions to the alert engine. Recent errors and page
-// loads go to the metrics that the error_spike and slow_route rules read.
+// From stored errors to issues and alerts, off the ingest path. The processor reads errors from the
+// store by position (lib/issues/feed.ts: one bounded queue per owner, served in turn), groups a
+// slice at a time, and writes the slice's issues together with its progress (lib/issues/progress.ts)
+// in one record-store put. So after a crash it resumes where the last put left off, and every
+// acknowledged error is counted in exactly one issue, once. Ingestion only pushes the events it
+// stored: page loads and errors for the recent metrics of alert rules, and a nudge to read soon.
 import type { StoredEvent } from '../event.ts';
+import type { RecordStore } from '../records/types.ts';
 import { eventFrames, groupEvent, type Grouping } from './fingerprint.ts';
+import { FEED_LIMITS, IssueFeed, type ErrorSource, type FeedLimits, type Taken } from './feed.ts';
+import { loadProgress, progressRecords } from './progress.ts';
+import { OVERFLOW_FINGERPRINT, type RecordIssueStore } from './records.ts';
 import { SourceMapCache, type SourceMapLookup, symbolicate, type SymbolicatedFrame } from './sourcemap.ts';
 import { applyEvent, applyEvents, type Issue, issueEventOf, issueId, type Transition } from './state.ts';
 import { unref } from './timer.ts';
 
-/** Where issues live: the coordinator's stores implement this. */
-export interface IssueStore {
-  getIssue(owner: string | null, id: string): Promise<Issue | null>;
-  putIssue(issue: Issue): Promise<void>;
-}
+/** Where issues are read and written: RecordIssueStore, or a test's. */
+export type IssueStore = Pick<RecordIssueStore, 'getIssue' | 'commit' | 'hasRoom' | 'perOwner'>;
 
 export interface IssueProcessorOptions {
   issues: IssueStore;
+  /** Where grouping's progress is kept: the record store the issues are in. */
+  records: RecordStore;
+  /** The event store: errors by position, and (shared stores) whether this instance groups. */
+  source: ErrorSource & { issueLease?(): Promise<boolean> };
   /** Uploaded source maps of an owner; absent: frames are grouped as reported. */
   sourceMaps?: (owner: string | null, project: string | null) => SourceMapLookup;
   /** Hears every issue change with a transition (AlertEngine.push). */
   onTransition?: (change: { issue: Issue; transition: Transition; at: number }) => void;
-  /** Hears every event pushed, errors and page loads alike (RecentMetrics.record). */
+  /** Hears every stored error and page load (RecentMetrics.record). */
   onEvent?: (event: StoredEvent) => void;
   cache?: SourceMapCache;
-  queueLimit?: number;
-  onError?: (error: unknown, event: StoredEvent) => void;
+  limits?: FeedLimits;
+  onError?: (error: unknown, event: StoredEvent | null) => void;
 }
 
-export const PROCESS_QUEUE_LIMIT = 50_000;
+/** Page loads and errors waiting for the recent metrics; past it they are not counted there. */
+export const METRICS_QUEUE_LIMIT = 50_000;
+/** Errors grouped per slice: each issue among them is read and written once. */
+export const PROCESS_SLICE = 500;
 
 export interface Processed {
   issue: Issue;
@@ -49,11 +57,11 @@ async function groupError(event: StoredEvent, options: Pick<IssueProcessorOption
 }
 
 /** One error event → its issue, updated and stored. Also usable directly (tests, a backfill). */
-export async function processError(event: StoredEvent, options: Pick<IssueProcessorOptions, 'issues' | 'sourceMaps' | 'cache'>): Promise<Processed> {
+export async function processError(event: StoredEvent, options: Pick<IssueProcessorOptions, 'sourceMaps' | 'cache'> & { issues: Pick<IssueStore, 'getIssue' | 'commit'> }): Promise<Processed> {
   const { grouping, frames, id } = await groupError(event, options);
   const current = await options.issues.getIssue(event.user_id, id);
   const { issue, transition } = applyEvent(current, issueEventOf(event, grouping), Date.parse(event.receivedAt));
-  await options.issues.putIssue(issue);
+  await options.issues.commit([issue], []);
   return { issue, transition, grouping, frames };
 }
 
@@ -70,18 +78,28 @@ function sameErrorKey(event: StoredEvent): string | null {
   return `${event.user_id}\u0000${event.projectId ?? ''}\u0000${event.deployVersion ?? ''}\u0000${event.message ?? ''}\u0000${typeof data.message === 'string' ? data.message : ''}\u0000${typeof data.value === 'string' ? data.value : ''}\u0000${stack}`;
 }
 
-/** Events taken from the queue at a time: each issue among them is read and written once. */
-export const PROCESS_SLICE = 500;
+/** The grouping of errors counted in a project's overflow issue. */
+const overflowGrouping = (limit: number): Grouping => ({
+  fingerprint: OVERFLOW_FINGERPRINT,
+  title: `Other errors: this account reached its limit of ${limit.toLocaleString('en-US')} issues`,
+  culprit: null,
+} as Grouping);
+
+interface IssueGroup { owner: string; events: { event: StoredEvent; grouping: Grouping }[] }
 
 export class IssueProcessor {
-  /** Events dropped because the queue was full, and events whose processing failed. */
-  dropped = 0;
+  /** Errors whose grouping failed (counted nowhere), and errors counted in an overflow issue. */
   failed = 0;
-  private queue: StoredEvent[] = [];
+  overflowed = 0;
+  /** Page loads and errors the recent metrics did not get (their queue was full). */
+  metricsDropped = 0;
+  readonly cache: SourceMapCache;
+  private metricsQueue: StoredEvent[] = [];
+  private feed: IssueFeed | null = null;
   private draining: Promise<void> | null = null;
   private timer: ReturnType<typeof setInterval> | null = null;
   private kicked = false;
-  readonly cache: SourceMapCache;
+  private deadline = Infinity;
   private lock: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: IssueProcessorOptions) {
@@ -89,20 +107,18 @@ export class IssueProcessor {
   }
 
   /**
-   * From the ingest path, after the store acknowledged: keeps the errors and page loads of
-   * identified owners (nobody could read the issues of unowned events), never waits.
+   * From the ingest path, after the store acknowledged: keeps page loads and errors of identified
+   * owners for the recent metrics, and asks for a read soon when an error came. Never waits.
    */
   push(events: readonly StoredEvent[]): void {
-    const limit = this.options.queueLimit ?? PROCESS_QUEUE_LIMIT;
+    let errors = false;
     for (const e of events) {
       if ((e.type !== 'error' && e.type !== 'pageload') || e.user_id === null) continue;
-      if (this.queue.length >= limit) this.dropped++;
-      else this.queue.push(e);
+      errors ||= e.type === 'error';
+      if (this.metricsQueue.length >= METRICS_QUEUE_LIMIT) this.metricsDropped++;
+      else this.metricsQueue.push(e);
     }
-    // A full slice is drained at once rather than at the next tick: under load the queue stays a
-    // slice or two long instead of holding thousands of events, whose retention measured as a
-    // doubling of Node's garbage-collection time at 40,000 events/s.
-    if (this.timer !== null && this.queue.length >= PROCESS_SLICE && this.draining === null && !this.kicked) {
+    if (errors && this.timer !== null && this.draining === null && !this.kicked) {
       this.kicked = true;
       setTimeout(() => {
         this.kicked = false;
@@ -111,28 +127,34 @@ export class IssueProcessor {
     }
   }
 
-  get pending(): number {
-    return this.queue.length;
+  /** Errors read from the store and waiting for a slice, and owners partly still in the store only. */
+  get waiting(): { errors: number; ownersBehind: number; checkpoint: number | null } {
+    return { errors: this.feed?.held ?? 0, ownersBehind: this.feed?.behind ?? 0, checkpoint: this.feed?.checkpoint().through ?? null };
   }
 
-  /** Processes everything queued so far; concurrent calls share one run. */
+  /** Groups everything the store holds now; concurrent calls share one run. */
   drain(): Promise<void> {
     return (this.draining ??= this.run().finally(() => (this.draining = null)));
   }
 
   start(intervalMs = 1000): void {
     if (this.timer) return;
+    this.deadline = Infinity;
     this.timer = unref(setInterval(() => void this.drain(), intervalMs));
+    // At once: where grouping starts, on a store without progress, is the store's newest event now.
+    void this.drain();
   }
 
-  stop(): void {
+  /** Stops the timer; with `withinMs`, a run under way stops after its slice once that time passed. */
+  stop(withinMs?: number): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    if (withinMs !== undefined) this.deadline = Date.now() + withinMs;
   }
 
   /**
-   * Runs `fn` between two events, never during one, so that a change made elsewhere (a status set
-   * through the API) never races an event's read-modify-write of the same issue in this process.
+   * Runs `fn` between two slices, never during one, so that a change made elsewhere (a status set
+   * through the API) never races a slice's read-modify-write of the same issue in this process.
    */
   exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.lock.then(fn);
@@ -140,53 +162,125 @@ export class IssueProcessor {
     return run;
   }
 
-  /**
-   * Drains the queue a slice at a time. Within a slice, the errors of one issue are applied in
-   * order to one read of it and written back once: a burst of one bug costs one write, not one
-   * per event. Between slices the loop waits for a timer, so that requests (and their I/O) are
-   * served in between even when the record store answers without any (memory).
-   */
   private async run(): Promise<void> {
-    while (this.queue.length > 0) {
-      const slice = this.queue.splice(0, PROCESS_SLICE);
-      // Within a slice, errors with the same text and stack (a burst of one bug) are grouped once.
-      const grouped = new Map<string, { grouping: Grouping; id: string }>();
-      const byIssue = new Map<string, { owner: string | null; events: { event: StoredEvent; grouping: Grouping }[] }>();
-      for (const event of slice) {
+    this.recordMetrics();
+    const { source } = this.options;
+    if (source.issueLease && !(await source.issueLease())) {
+      // Another instance groups; when this one takes over, it starts from the stored progress.
+      this.feed = null;
+      return;
+    }
+    try {
+      this.feed ??= await this.openFeed();
+      while (Date.now() < this.deadline) {
+        await this.feed.fill();
+        const slice = this.feed.take(PROCESS_SLICE);
+        if (!slice.length) break;
+        await this.applySlice(this.feed, slice);
+        // Requests (and their I/O) are served between slices even when the stores answer at once.
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        this.recordMetrics();
+      }
+    } catch (e) {
+      // The slice was not written (or the store could not be read): start again from what is stored.
+      this.feed = null;
+      this.options.onError?.(e, null);
+    }
+  }
+
+  private recordMetrics(): void {
+    const queue = this.metricsQueue;
+    this.metricsQueue = [];
+    if (this.options.onEvent) for (const e of queue) this.options.onEvent(e);
+  }
+
+  /** Where grouping stands: the stored progress, or (first start) the store's newest position. */
+  private async openFeed(): Promise<IssueFeed> {
+    const { records, source } = this.options;
+    const { head } = await source.scanErrors({ after: 0, limit: 0 });
+    let progress = await loadProgress(records);
+    if (progress === null || progress.through > head) {
+      // A new store starts at 0. One that held events before this version (its errors were grouped
+      // as they came), or whose events were replaced under kept records, starts at its newest.
+      if (progress !== null) this.options.onError?.(new Error(`issue progress (${progress.through}) is past the store's newest event (${head}): starting from there`), null);
+      progress = { through: head, done: new Map() };
+      await records.put(progressRecords(head, []));
+    }
+    return new IssueFeed(source, progress, this.options.limits ?? FEED_LIMITS);
+  }
+
+  /**
+   * Groups a slice, applies each issue's errors in order to one read of it, and writes every issue
+   * with the progress in one put. Errors whose grouping fails are counted as failed and passed over,
+   * so that one malformed event cannot hold its owner back.
+   */
+  private async applySlice(feed: IssueFeed, slice: readonly Taken[]): Promise<void> {
+    const grouped = new Map<string, { grouping: Grouping; id: string }>();
+    const byIssue = new Map<string, IssueGroup>();
+    for (const { owner, events } of slice) {
+      for (const event of events) {
         try {
-          this.options.onEvent?.(event);
-          if (event.type !== 'error') continue;
           const key = sameErrorKey(event);
           let known = key === null ? undefined : grouped.get(key);
           if (!known) {
             known = await groupError(event, { ...this.options, cache: this.cache });
             if (key !== null) grouped.set(key, known);
           }
-          const { grouping, id } = known;
-          let group = byIssue.get(id);
-          if (!group) byIssue.set(id, (group = { owner: event.user_id, events: [] }));
-          group.events.push({ event, grouping });
+          let group = byIssue.get(known.id);
+          if (!group) byIssue.set(known.id, (group = { owner, events: [] }));
+          group.events.push({ event, grouping: known.grouping });
         } catch (e) {
           this.failed++;
           this.options.onError?.(e, event);
         }
       }
-      for (const [id, group] of byIssue) {
-        try {
-          const { issue, transitions } = await this.exclusive(async () => {
-            const current = await this.options.issues.getIssue(group.owner, id);
-            const applied = applyEvents(current, group.events.map(({ event, grouping }) => ({ event: issueEventOf(event, grouping), now: Date.parse(event.receivedAt) })));
-            await this.options.issues.putIssue(applied.issue);
-            return applied;
-          });
-          // Alerts describe the issue as it stands after the slice (its count includes the burst).
-          for (const { transition, at } of transitions) this.options.onTransition?.({ issue, transition, at });
-        } catch (e) {
-          this.failed += group.events.length;
-          this.options.onError?.(e, group.events[0].event);
+    }
+    const changes = await this.exclusive(async () => {
+      const { issues } = this.options;
+      const out: { issue: Issue; transitions: { transition: Transition; at: number }[] }[] = [];
+      const created: Issue[] = [];
+      for (const { current, events } of (await this.withinLimit(byIssue)).values()) {
+        const applied = applyEvents(current, events.map(({ event, grouping }) => ({ event: issueEventOf(event, grouping), now: Date.parse(event.receivedAt) })));
+        if (!current) created.push(applied.issue);
+        out.push(applied);
+      }
+      feed.applied(slice);
+      const { through } = feed.checkpoint();
+      const owners = slice.map((t): [string, number] => [t.owner, feed.doneOf(t.owner) || t.seqs[t.seqs.length - 1]]);
+      await issues.commit(out.map((c) => c.issue), progressRecords(through, owners), created);
+      return out;
+    });
+    // Alerts describe the issue as it stands after the slice (its count includes the burst).
+    for (const { issue, transitions } of changes) for (const { transition, at } of transitions) this.options.onTransition?.({ issue, transition, at });
+  }
+
+  /**
+   * The slice's groups with their issues as stored, those that would make an issue past the
+   * owner's bound moved into the project's overflow issue (which is made even then: one per project).
+   */
+  private async withinLimit(byIssue: Map<string, IssueGroup>): Promise<Map<string, IssueGroup & { current: Issue | null }>> {
+    const { issues } = this.options;
+    const out = new Map<string, IssueGroup & { current: Issue | null }>();
+    const made = new Map<string, number>();
+    for (const [id, group] of byIssue) {
+      let target = id;
+      let events = group.events;
+      let current = await issues.getIssue(group.owner, id);
+      if (!current) {
+        const extra = made.get(group.owner) ?? 0;
+        if (await issues.hasRoom(group.owner, extra)) made.set(group.owner, extra + 1);
+        else {
+          target = issueId(group.owner, events[0].event.projectId ?? null, OVERFLOW_FINGERPRINT);
+          const grouping = overflowGrouping(issues.perOwner);
+          events = events.map(({ event }) => ({ event, grouping }));
+          this.overflowed += events.length;
+          current = out.get(target)?.current ?? (await issues.getIssue(group.owner, target));
         }
       }
-      if (this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 0));
+      const into = out.get(target);
+      if (into) into.events.push(...events);
+      else out.set(target, { owner: group.owner, events, current });
     }
+    return out;
   }
 }

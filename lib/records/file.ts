@@ -78,12 +78,9 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
   /** Set when the log's state is unknown after a failed write: every later change is refused. */
   let broken: Error | null = null;
 
-  /** Bytes the live records would take as a freshly written log. */
-  const liveBytes = () => {
-    let n = 0;
-    for (const [kind, id, r] of held.entries()) n += kind.length + id.length + r.userId.length + r.text.length + 20;
-    return n;
-  };
+  // Bytes the live records would take as a freshly written log: kept by `held` on every change, since
+  // summing them on each write made a write cost O(records) (grouping slowed to ~80 issues/s at 30,000).
+  const liveBytes = () => held.size;
 
   /** Rewrites the log as the live records alone. */
   async function compact(): Promise<void> {

@@ -10,11 +10,24 @@ export interface Held {
 
 export class HeldRecords {
   private readonly kinds = new Map<string, Map<string, Held>>();
+  /** kind → owner → records: count() without a walk. */
+  private readonly owned = new Map<string, Map<string, number>>();
+  /** What the records take as a freshly written log (see size): kept on every change, not summed. */
+  private bytes = 0;
 
   /** The record if `userId` owns it (another user's reads as missing), or any owner's without one. */
   get<T>(kind: string, id: string, userId?: string): StoredRecord<T> | null {
     const r = this.kinds.get(kind)?.get(id);
     return r && (userId === undefined || r.userId === userId) ? read<T>(kind, id, r) : null;
+  }
+
+  count(kind: string, userId: string): number {
+    return this.owned.get(kind)?.get(userId) ?? 0;
+  }
+
+  /** Bytes the live records would take as a freshly written log (the file store's compaction test). */
+  get size(): number {
+    return this.bytes;
   }
 
   list<T>(kind: string, userId: string): StoredRecord<T>[] {
@@ -25,9 +38,10 @@ export class HeldRecords {
 
   /** Throws RecordConflictError when one of the records exists with another owner. */
   /** The record store's reads, answered from what is held (both stores that hold records use them). */
-  reads(): Pick<RecordStore, 'get' | 'find' | 'list'> {
+  reads(): Pick<RecordStore, 'get' | 'find' | 'list' | 'count'> {
     return {
       get: async (kind, id, userId) => this.get(kind, id, userId),
+      count: async (kind, userId) => this.count(kind, userId),
       find: async (kind, id) => this.get(kind, id),
       list: async (kind, userId) => this.list(kind, userId),
     };
@@ -47,11 +61,27 @@ export class HeldRecords {
   set(kind: string, id: string, userId: string, text: string): void {
     let m = this.kinds.get(kind);
     if (!m) this.kinds.set(kind, (m = new Map()));
+    this.forget(kind, id, m.get(id));
     m.set(id, { userId, text });
+    this.bytes += entryBytes(kind, id, userId, text);
+    let counts = this.owned.get(kind);
+    if (!counts) this.owned.set(kind, (counts = new Map()));
+    counts.set(userId, (counts.get(userId) ?? 0) + 1);
   }
 
   delete(kind: string, id: string): void {
-    this.kinds.get(kind)?.delete(id);
+    const m = this.kinds.get(kind);
+    this.forget(kind, id, m?.get(id));
+    m?.delete(id);
+  }
+
+  private forget(kind: string, id: string, held: Held | undefined): void {
+    if (!held) return;
+    this.bytes -= entryBytes(kind, id, held.userId, held.text);
+    const counts = this.owned.get(kind)!;
+    const n = counts.get(held.userId)! - 1;
+    if (n > 0) counts.set(held.userId, n);
+    else counts.delete(held.userId);
   }
 
   *entries(): Iterable<[kind: string, id: string, held: Held]> {
@@ -60,3 +90,6 @@ export class HeldRecords {
 }
 
 const read = <T>(kind: string, id: string, r: Held): StoredRecord<T> => ({ kind, id, userId: r.userId, body: JSON.parse(r.text) as T });
+
+/** A record's share of a freshly written log line: its texts and ~20 bytes of JSON around them. */
+const entryBytes = (kind: string, id: string, userId: string, text: string) => kind.length + id.length + userId.length + text.length + 20;

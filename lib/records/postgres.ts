@@ -97,6 +97,10 @@ export async function openPostgresRecords(options: PostgresRecordsOptions): Prom
       const rows = await sql<Row[]>`select kind, id, user_id, body from watchtower_records where user_id = ${userId} and kind = ${kind}`;
       return rows.map((r) => toRecord<T>(r));
     },
+    async count(kind: string, userId: string) {
+      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from watchtower_records where user_id = ${userId} and kind = ${kind}`;
+      return row.n;
+    },
     async put(records) {
       // One statement, so all or none without a transaction. The last of several puts of one record
       // in a batch wins (one statement may not update a row twice); two owners in one batch conflict.

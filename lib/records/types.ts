@@ -21,6 +21,8 @@ export interface RecordStore {
   find<T>(kind: string, id: string): Promise<StoredRecord<T> | null>;
   /** Every record of this kind that `userId` owns, in no particular order. */
   list<T>(kind: string, userId: string): Promise<StoredRecord<T>[]>;
+  /** How many records of this kind `userId` owns (without reading them). */
+  count(kind: string, userId: string): Promise<number>;
   /**
    * Creates or replaces records (by kind and id), durably before resolving, all or none. A record
    * whose id exists with another owner is not replaced: put rejects with RecordConflictError.

@@ -23,10 +23,17 @@ export async function health(_request: Request, ctx: Context): Promise<JsonReply
     knownEventTypes: KNOWN_EVENT_TYPES,
     streamSubscribers: ctx.hub.size,
     botsDropped: ctx.botsDropped,
-    issues: { queued: ctx.monitor.processor.pending, dropped: ctx.monitor.processor.dropped, failed: ctx.monitor.processor.failed },
+    issues: issueHealth(ctx),
     alerts: { email: ctx.monitor.alerts.emailEnabled ? 'enabled' : 'disabled (SMTP_URL is not set)', webhook: 'enabled' },
     timestamp: new Date(ctx.now()).toISOString(),
   });
+}
+
+/** Where issue grouping stands (docs/api.md#health). */
+function issueHealth(ctx: Context) {
+  const p = ctx.monitor.processor;
+  const { errors, ownersBehind, checkpoint } = p.waiting;
+  return { waiting: errors, ownersBehind, checkpoint, failed: p.failed, overLimit: p.overflowed, metricsDropped: p.metricsDropped };
 }
 
 export async function syncUser(request: Request, ctx: Context): Promise<JsonReply> {

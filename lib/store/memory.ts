@@ -156,7 +156,7 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
         events.push(e);
         seqs.push(seq);
       }
-      return { events, seqs, through: Math.max(q.after, seq - 1) };
+      return { events, seqs, through: Math.max(q.after, seq - 1), head: base + buffer.length - 1 };
     },
     async stats(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats> {
       const u = scopeOf(userId, projectId, false);

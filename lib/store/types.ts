@@ -74,6 +74,8 @@ export interface ErrorScan {
    * event will later appear below (a shared database's transactions commit out of order).
    */
   through: number;
+  /** The highest position the store holds now (0 when it never held an event). */
+  head: number;
 }
 
 export interface AppUser {
