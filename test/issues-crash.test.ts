@@ -136,4 +136,35 @@ test('SIGTERM with 60,000 errors waiting to be grouped, 5,000 of them new bugs: 
   }
 });
 
+test('one owner floods 20,000 new bugs, another sends one error after them: its issue appears within seconds, and the flood stops at 10,000 issues plus an overflow issue', async () => {
+  const server = await startServer(env());
+  const flooder = { 'X-IdP-User-Id': 'flooder' };
+  try {
+    for (let from = 0; from < 20_000; from += 500) {
+      const events = Array.from({ length: 500 }, (_, i) => ({ type: 'error', message: `Error: widget ${word(from + i)} failed`, data: { stack: `Error: widget ${word(from + i)} failed\n    at render_${word(from + i)} (https://a.example/app.js:1:1)` } }));
+      const res = await fetch(`${server.url}/api/events`, { method: 'POST', headers: { 'content-type': 'application/json', ...flooder }, body: JSON.stringify({ events }) });
+      assert.is((await res.json()).accepted, 500);
+    }
+    const res = await fetch(`${server.url}/api/events`, { method: 'POST', headers: { 'content-type': 'application/json', ...user }, body: JSON.stringify({ type: 'error', message: 'TypeError: checkout failed' }) });
+    assert.is((await res.json()).accepted, 1);
+    const acked = Date.now();
+    while ((await issues(server)).length === 0) {
+      assert.ok(Date.now() - acked < 5_000, 'the second owner\'s issue appeared within 5 s');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const waited = Date.now() - acked;
+    const end = Date.now() + 60_000;
+    let body: { issues: { title: string; count: number }[]; total: number };
+    do {
+      await new Promise((r) => setTimeout(r, 300));
+      body = await (await fetch(`${server.url}/api/issues?sort=count&limit=1`, { headers: flooder })).json();
+    } while ((body.issues[0]?.count ?? 0) < 10_000 && Date.now() < end);
+    assert.is(body.total, 10_001, `the bound held at creation (the second owner waited ${waited} ms)`);
+    assert.match(body.issues[0].title, /limit of 10,000 issues/);
+    assert.is(body.issues[0].count, 10_000);
+  } finally {
+    await server.stop('SIGKILL');
+  }
+});
+
 test.run();
