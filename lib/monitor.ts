@@ -6,6 +6,7 @@ import type { StoredEvent } from './event.ts';
 import type { RecordStore } from './records/types.ts';
 import type { AlertConfig } from './alerts/config.ts';
 import type { RetryPolicy } from './alerts/delivery.ts';
+import type { ResolveHost } from './alerts/destination.ts';
 import type { Mailer } from './alerts/mailer.ts';
 import { RecentMetrics } from './alerts/recent.ts';
 import { AlertService } from './alerts/service.ts';
@@ -30,6 +31,12 @@ export interface MonitorOptions {
   retry?: RetryPolicy;
   webhookTimeoutMs?: number;
   fetch?: typeof fetch;
+  /**
+   * Host-name lookup for webhook destinations: `resolveHost` from the runtime's adapter
+   * (lib/adapter/resolve.ts, through watchtower/node, /deno or /bun). Without it, webhooks to host
+   * names are refused (they cannot be checked), unless alerts.allowPrivateWebhooks.
+   */
+  resolveHost?: ResolveHost;
 }
 
 export interface Monitor {
@@ -45,7 +52,7 @@ export interface Monitor {
   close(): Promise<void>;
 }
 
-export const DEFAULT_ALERT_CONFIG: AlertConfig = { smtpUrl: null, alertFrom: null, publicUrl: 'http://localhost:3000' };
+export const DEFAULT_ALERT_CONFIG: AlertConfig = { smtpUrl: null, alertFrom: null, publicUrl: 'http://localhost:3000', allowPrivateWebhooks: false };
 export const PROCESS_EVERY_MS = 500;
 
 export function createMonitor(records: RecordStore, deps: { now: () => number; log: (msg: string) => void }, options: MonitorOptions = {}): Monitor {
@@ -63,6 +70,7 @@ export function createMonitor(records: RecordStore, deps: { now: () => number; l
     mailer,
     metrics,
     fetch: options.fetch,
+    resolveHost: options.resolveHost,
     retry: options.retry,
     webhookTimeoutMs: options.webhookTimeoutMs,
     now: deps.now,

@@ -11,6 +11,7 @@ import { HttpError } from '../http.ts';
 import { unref } from '../issues/timer.ts';
 import type { AlertConfig } from './config.ts';
 import type { DeliveryRecord, RetryPolicy } from './delivery.ts';
+import type { DestinationPolicy, ResolveHost } from './destination.ts';
 import { AlertEngine, type IssueChange, METRICS_EVERY_MS, TICK_MS } from './engine.ts';
 import type { Mailer } from './mailer.ts';
 import { dashboardLinks } from './message.ts';
@@ -34,6 +35,8 @@ export interface AlertServiceOptions {
   mailer: Mailer | null;
   metrics?: AlertMetrics | null;
   fetch?: typeof fetch;
+  /** The runtime's host-name lookup (lib/adapter/resolve.ts); without one, webhooks to host names are refused unless config.allowPrivateWebhooks. */
+  resolveHost?: ResolveHost | null;
   retry?: RetryPolicy;
   webhookTimeoutMs?: number;
   now: () => number;
@@ -54,7 +57,10 @@ export class AlertService {
   /** Delivery-log writes, one rule after another, so a later state never loses to an earlier one. */
   private writes: Promise<unknown> = Promise.resolve();
 
+  private readonly destinations: DestinationPolicy;
+
   constructor(private readonly options: AlertServiceOptions) {
+    this.destinations = { allowPrivate: options.config.allowPrivateWebhooks, resolveHost: options.resolveHost ?? null };
     this.engine = new AlertEngine({
       rules: async () => {
         await this.load();
@@ -64,6 +70,8 @@ export class AlertService {
       metrics: options.metrics ?? null,
       mailer: options.mailer,
       fetch: options.fetch,
+      destinations: this.destinations,
+      onDeliveryError: options.log,
       retry: options.retry,
       webhookTimeoutMs: options.webhookTimeoutMs,
       now: options.now,
