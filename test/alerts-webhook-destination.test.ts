@@ -1,5 +1,6 @@
 // Webhook destinations end to end (README "Webhook destinations"): rules whose webhook names an
-// internal address, in any spelling, are refused when they post; a name is checked on what it resolves to at delivery (DNS rebinding); the rule's
+// internal address, in any spelling, are refused when saved (400 webhook_destination_refused) and
+// when they post; a name is checked on what it resolves to at delivery (DNS rebinding); the rule's
 // owner sees refused / request failed / no answer / answered N, the server log the detail; and
 // ALERT_ALLOW_PRIVATE_WEBHOOKS=true lets a receiver on 127.0.0.1 hear them. Test resolvers stand
 // in for DNS and a recording fetch for the network: the only server ever connected to is on 127.0.0.1.
@@ -9,6 +10,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { app } from './helpers/app.ts';
 import { REFUSED_SPELLINGS } from './helpers/destinations.ts';
+import { startServer } from './helpers/server.ts';
 import { loadAlertConfig } from '../lib/alerts/config.ts';
 import { type DeliveryRecord } from '../lib/alerts/delivery.ts';
 import type { ResolveHost } from '../lib/alerts/destination.ts';
@@ -87,6 +89,67 @@ async function setup(options: { env?: Record<string, string>; monitoring?: Monit
   };
   return { ...a, logs, call, sendTest };
 }
+
+test('saving a rule whose webhook is an internal address, in any spelling, is 400 webhook_destination_refused', async () => {
+  const resolver = dns({ 'hooks.example.com': ['203.0.113.7'] });
+  const s = await setup({ monitoring: { resolveHost: resolver.resolveHost } });
+  try {
+    const { status, body } = await s.call('POST', '/api/alerts', { on: 'new_issue', webhook: 'https://hooks.example.com/x' });
+    assert.is(status, 201, JSON.stringify(body));
+    const id = body.alert.id;
+    const wrong: string[] = [];
+    for (const [spelling, cls] of REFUSED_SPELLINGS) {
+      const url = `http://${spelling}:8080/hook`;
+      const host = new URL(url).hostname;
+      const expected = `Webhook destination refused: ${host} is not a public address (${cls}). Webhooks post to public addresses only, unless the server sets ALERT_ALLOW_PRIVATE_WEBHOOKS=true`;
+      const created = await s.call('POST', '/api/alerts', { on: 'new_issue', webhook: url });
+      const patched = await s.call('PATCH', `/api/alerts/${id}`, { webhook: url });
+      for (const [what, res] of [['POST', created], ['PATCH', patched]] as const) {
+        if (res.status !== 400 || res.body.code !== 'webhook_destination_refused' || res.body.error !== expected) wrong.push(`${what} ${url}: ${res.status} ${JSON.stringify(res.body)}`);
+      }
+    }
+    assert.equal(wrong, []);
+    const rules = (await s.call('GET', '/api/alerts')).body.alerts;
+    assert.equal(rules.map((r: { webhook: string }) => r.webhook), ['https://hooks.example.com/x'], 'nothing refused was saved');
+    assert.equal([...new Set(resolver.asked)], ['hooks.example.com'], 'address literals and localhost names are refused without resolving');
+  } finally {
+    await s.handler.close();
+  }
+});
+
+test('a host name is refused when saved if it resolves to an internal address then; one that does not resolve yet is saved', async () => {
+  const resolver = dns({ 'intranet.example.com': ['10.1.2.3'], 'dual.example.com': ['203.0.113.7', '::1'], 'hooks.example.com': ['203.0.113.7'] });
+  const s = await setup({ monitoring: { resolveHost: resolver.resolveHost } });
+  try {
+    for (const host of ['intranet.example.com', 'dual.example.com']) {
+      const { status, body } = await s.call('POST', '/api/alerts', { on: 'new_issue', webhook: `https://${host}/hook` });
+      assert.equal([status, body.code], [400, 'webhook_destination_refused'], host);
+      assert.is(body.error, `Webhook destination refused: ${host} resolves to an address that is not public. Webhooks post to public addresses only, unless the server sets ALERT_ALLOW_PRIVATE_WEBHOOKS=true`);
+    }
+    assert.ok(s.logs.some((l) => l.includes('intranet.example.com resolves to 10.1.2.3')), 'the server log has the address');
+    assert.is((await s.call('POST', '/api/alerts', { on: 'new_issue', webhook: 'https://hooks.example.com/hook' })).status, 201);
+    assert.is((await s.call('POST', '/api/alerts', { on: 'new_issue', webhook: 'https://not-yet.example.com/hook' })).status, 201, 'checked again when it posts');
+    // A rule's other fields change without its saved webhook being checked again (so its owner can disable it).
+    const { body: { alert } } = await s.call('POST', '/api/alerts', { on: 'new_issue', webhook: 'https://hooks.example.com/other' });
+    resolver.table['hooks.example.com'] = ['127.0.0.1'];
+    assert.is((await s.call('PATCH', `/api/alerts/${alert.id}`, { enabled: false })).status, 200);
+    assert.is((await s.call('PATCH', `/api/alerts/${alert.id}`, { webhook: 'https://hooks.example.com/moved' })).body.code, 'webhook_destination_refused');
+  } finally {
+    await s.handler.close();
+  }
+});
+
+test('without a resolver, host names are refused (they cannot be checked); public address literals are not', async () => {
+  const s = await setup();
+  try {
+    const { status, body } = await s.call('POST', '/api/alerts', { on: 'new_issue', webhook: 'https://hooks.example.com/x' });
+    assert.equal([status, body.code], [400, 'webhook_destination_refused']);
+    assert.match(body.error, /hooks\.example\.com is a host name, and this server has no resolver to check it with/);
+    assert.is((await s.call('POST', '/api/alerts', { on: 'new_issue', webhook: 'https://203.0.113.9/x' })).status, 201);
+  } finally {
+    await s.handler.close();
+  }
+});
 
 test('DNS rebinding: a name that resolved to a public address when saved and to 127.0.0.1 when it posts is refused then', async () => {
   const resolver = dns({ 'hooks.rebind.example': ['203.0.113.7'] });
@@ -263,6 +326,35 @@ test('redirects are not followed: the answer is the delivery\'s status, and the 
   } finally {
     await target.close();
     await redirecting.close();
+  }
+});
+
+test('the real server: 127.0.0.1 refused by default, delivered to with ALERT_ALLOW_PRIVATE_WEBHOOKS=true', async () => {
+  const hook = await receiver();
+  const headers = { 'content-type': 'application/json', 'x-idp-user-id': 'u1' };
+  const create = (base: string) => fetch(`${base}/api/alerts`, { method: 'POST', headers, body: JSON.stringify({ on: 'new_issue', webhook: hook.url }) });
+  try {
+    const strict = await startServer({ ALERT_ALLOW_PRIVATE_WEBHOOKS: '' });
+    try {
+      const res = await create(strict.url);
+      assert.equal([res.status, (await res.json()).code], [400, 'webhook_destination_refused']);
+    } finally {
+      await strict.stop();
+    }
+    const open = await startServer({ ALERT_ALLOW_PRIVATE_WEBHOOKS: 'true' });
+    try {
+      const res = await create(open.url);
+      assert.is(res.status, 201);
+      const { alert } = await res.json();
+      assert.is((await fetch(`${open.url}/api/alerts/${alert.id}/test`, { method: 'POST', headers })).status, 202);
+      for (let i = 0; i < 100 && hook.received.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.is(hook.received.length, 1);
+      assert.match(hook.received[0], /^\/hook \{"text":/);
+    } finally {
+      await open.stop();
+    }
+  } finally {
+    await hook.close();
   }
 });
 
