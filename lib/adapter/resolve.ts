@@ -7,6 +7,6 @@ import type { ResolveHost } from '../alerts/destination.ts';
 
 /** Every address `name` resolves to, IPv4 and IPv6, in the resolver's order. */
 export const resolveHost: ResolveHost = async (name) => {
-  const found = await lookup(name, { all: true, verbatim: true });
+  const found = await lookup(name, { all: true });
   return found.map((a) => a.address);
 };

@@ -165,9 +165,9 @@ export function classifyAddress(text: string): AddressClass | null {
   return v6 ? classifyIPv6(v6) : null;
 }
 
-/** `localhost` and its subdomains (RFC 6761 reserves them for loopback), with or without a trailing dot. */
+/** `localhost` and its subdomains (RFC 6761 reserves them for loopback), with or without trailing dots. */
 export function isLocalhostName(host: string): boolean {
-  const name = host.toLowerCase().replace(/\.$/, '');
+  const name = host.toLowerCase().replace(/\.+$/, '');
   return name === 'localhost' || name.endsWith('.localhost');
 }
 

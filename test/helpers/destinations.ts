@@ -5,7 +5,7 @@ export const REFUSED_SPELLINGS: [string, string][] = [
   ['127.0.0.1', 'loopback'], ['2130706433', 'loopback'], ['0x7f000001', 'loopback'], ['0X7F000001', 'loopback'], ['0177.0.0.1', 'loopback'],
   ['127.1', 'loopback'], ['127.0.1', 'loopback'], ['0x7f.1', 'loopback'], ['127.0.0.1.', 'loopback'], ['127.000.000.001', 'loopback'],
   ['017700000001', 'loopback'], ['%31%32%37.0.0.1', 'loopback'], ['\uff11\uff12\uff17.\uff10.\uff10.\uff11', 'loopback'],
-  ['localhost', 'loopback'], ['LOCALHOST', 'loopback'], ['localhost.', 'loopback'], ['api.localhost', 'loopback'], ['A.B.LocalHost.', 'loopback'],
+  ['localhost', 'loopback'], ['LOCALHOST', 'loopback'], ['localhost.', 'loopback'], ['localhost..', 'loopback'], ['api.localhost', 'loopback'], ['A.B.LocalHost.', 'loopback'],
   ['[::1]', 'loopback'], ['[0:0:0:0:0:0:0:1]', 'loopback'], ['[::ffff:127.0.0.1]', 'loopback'], ['[::ffff:7f00:1]', 'loopback'],
   ['[::127.0.0.1]', 'loopback'], ['[::ffff:0:127.0.0.1]', 'loopback'], ['[64:ff9b::127.0.0.1]', 'loopback'], ['[2002:7f00:1::1]', 'loopback'],
   ['0', 'unspecified'], ['0.0.0.0', 'unspecified'], ['0x0', 'unspecified'], ['[::]', 'unspecified'],
