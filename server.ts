@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { createAuthenticator } from './lib/auth.ts';
 import { ConfigError, loadConfig, type Config } from './lib/config.ts';
 import { loadAlertConfig, type AlertConfig } from './lib/alerts/config.ts';
+import { resolveHost } from './lib/adapter/resolve.ts';
 import { createHandler } from './lib/handler.ts';
 import { createMemoryStore } from './lib/store/memory.ts';
 import { createMemoryRecords } from './lib/records/memory.ts';
@@ -97,7 +98,8 @@ const handler = createHandler({
   rateLimit: { rate: config.rateLimit, burst: config.rateBurst },
   trustProxy: config.trustProxy,
   keepBots: config.keepBots,
-  monitoring: { alerts: alertConfig, retentionDays: config.storage === 'memory' ? 0 : config.retentionDays },
+  // node:dns on all three runtimes: webhook destinations are checked on what their host names resolve to.
+  monitoring: { alerts: alertConfig, resolveHost, retentionDays: config.storage === 'memory' ? 0 : config.retentionDays },
   log: (msg) => console.error(`[watchtower] ${msg}`),
 });
 

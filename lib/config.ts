@@ -61,7 +61,8 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return Number(raw);
 }
 
-function boolean(env: Env, name: string): boolean {
+/** `true`/`1` or `false`/`0` (any case); unset or empty is false. */
+export function boolean(env: Env, name: string): boolean {
   const raw = get(env, name)?.toLowerCase();
   if (raw === undefined || raw === 'false' || raw === '0') return false;
   if (raw === 'true' || raw === '1') return true;

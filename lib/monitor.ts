@@ -7,6 +7,7 @@ import type { RecordStore } from './records/types.ts';
 import type { Store } from './store/types.ts';
 import type { AlertConfig } from './alerts/config.ts';
 import type { RetryPolicy } from './alerts/delivery.ts';
+import type { ResolveHost } from './alerts/destination.ts';
 import type { Mailer } from './alerts/mailer.ts';
 import { RecentMetrics } from './alerts/recent.ts';
 import { AlertService } from './alerts/service.ts';
@@ -31,6 +32,12 @@ export interface MonitorOptions {
   retry?: RetryPolicy;
   webhookTimeoutMs?: number;
   fetch?: typeof fetch;
+  /**
+   * Host-name lookup for webhook destinations: `resolveHost` from the runtime's adapter
+   * (lib/adapter/resolve.ts, through watchtower/node, /deno or /bun). Without it, webhooks to host
+   * names are refused (they cannot be checked), unless alerts.allowPrivateWebhooks.
+   */
+  resolveHost?: ResolveHost;
 }
 
 export interface Monitor {
@@ -46,7 +53,7 @@ export interface Monitor {
   close(): Promise<void>;
 }
 
-export const DEFAULT_ALERT_CONFIG: AlertConfig = { smtpUrl: null, alertFrom: null, publicUrl: 'http://localhost:3000' };
+export const DEFAULT_ALERT_CONFIG: AlertConfig = { smtpUrl: null, alertFrom: null, publicUrl: 'http://localhost:3000', allowPrivateWebhooks: false };
 export const PROCESS_EVERY_MS = 500;
 
 /** How long closing may keep grouping errors; what is left is grouped at the next start. */
@@ -67,6 +74,7 @@ export function createMonitor(store: Store, records: RecordStore, deps: { now: (
     mailer,
     metrics,
     fetch: options.fetch,
+    resolveHost: options.resolveHost,
     retry: options.retry,
     webhookTimeoutMs: options.webhookTimeoutMs,
     now: deps.now,

@@ -15,6 +15,7 @@ import { createMemoryRecords } from '../lib/records/memory.ts';
 const T0 = Date.parse('2026-05-16T12:00:00.000Z');
 const MIN = 60_000;
 const PUBLIC_URL = 'https://watchtower.example.com';
+const INTERNAL = { SERVICE_PUBLIC_URL: PUBLIC_URL, ALERT_ALLOW_PRIVATE_WEBHOOKS: 'true' };
 
 interface Hook { url: string; received: { body: string; signature: string; delivery: string }[]; failFirst: number; close(): Promise<void> }
 
@@ -86,7 +87,8 @@ async function setup(smtpPort?: number) {
   const a = app({
     records,
     now: () => clock.now,
-    monitoring: { alerts: loadAlertConfig({ ...env, SERVICE_PUBLIC_URL: PUBLIC_URL }), retry: { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 40 } },
+    // The webhook receivers listen on 127.0.0.1: internal destinations are allowed here.
+    monitoring: { alerts: loadAlertConfig({ ...env, ...INTERNAL }), retry: { maxAttempts: 3, baseDelayMs: 20, maxDelayMs: 40 } },
   });
   const call = async (method: string, path: string, body?: unknown, user = 'u1') => {
     const res = await a.send(method, path, { headers: a.as(user), body });
@@ -246,7 +248,7 @@ test('rules and their deliveries live in the record store: a restarted handler h
     await s.handler.close();
     assert.is(hook.received.length, 1);
 
-    const again = app({ records: s.records, now: () => s.clock.now, monitoring: { alerts: loadAlertConfig({ SERVICE_PUBLIC_URL: PUBLIC_URL }) } });
+    const again = app({ records: s.records, now: () => s.clock.now, monitoring: { alerts: loadAlertConfig(INTERNAL) } });
     const [rule] = (await (await again.send('GET', '/api/alerts', { headers: again.as('u1') })).json()).alerts;
     assert.equal(rule.deliveries.map((d: { status: string }) => d.status), ['sent']);
     await again.send('POST', '/api/events', { headers: again.as('u1'), body: { type: 'error', message: 'Error: after the restart' } });

@@ -23,6 +23,8 @@ const SECRET = 'test-secret-0123456789abcdef';
 const PUBLIC_URL = 'http://watchtower.test';
 /** Retries without real waits: the policy's attempts, with the sleep between them skipped. */
 const FAST = { retry: { maxAttempts: 4, baseDelayMs: 1000, maxDelayMs: 8000 }, sleep: async () => {} };
+/** The receivers listen on 127.0.0.1, which webhooks may reach only when allowed (ALERT_ALLOW_PRIVATE_WEBHOOKS). */
+const INTERNAL = { destinations: { allowPrivate: true, resolveHost: null } };
 
 let seq = 0;
 /** A new issue (and its transition) of user u1 in project shop. */
@@ -39,7 +41,7 @@ const rule = (over: Partial<AlertRule>): AlertRule => ({
 
 function engine(rules: AlertRule[], over: Partial<AlertEngineOptions> = {}) {
   const clock = { now: T0 };
-  const e = new AlertEngine({ rules: () => rules, links: dashboardLinks(PUBLIC_URL), now: () => clock.now, ...FAST, ...over });
+  const e = new AlertEngine({ rules: () => rules, links: dashboardLinks(PUBLIC_URL), now: () => clock.now, ...FAST, ...INTERNAL, ...over });
   return { engine: e, clock };
 }
 

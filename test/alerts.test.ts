@@ -212,16 +212,19 @@ test('RecentMetrics: errors in the last 5 minutes and the hour before, durations
 });
 
 test('loadAlertConfig: SMTP_URL needs ALERT_FROM; bad values name their variable', () => {
-  assert.equal(loadAlertConfig({}), { smtpUrl: null, alertFrom: null, publicUrl: 'http://localhost:3000' });
+  assert.equal(loadAlertConfig({}), { smtpUrl: null, alertFrom: null, publicUrl: 'http://localhost:3000', allowPrivateWebhooks: false });
   assert.equal(loadAlertConfig({ SMTP_URL: 'smtp://u:p@mail.example.com:587', ALERT_FROM: 'Watchtower <alerts@example.com>', SERVICE_PUBLIC_URL: 'https://wt.example.com/' }), {
-    smtpUrl: 'smtp://u:p@mail.example.com:587', alertFrom: 'Watchtower <alerts@example.com>', publicUrl: 'https://wt.example.com',
+    smtpUrl: 'smtp://u:p@mail.example.com:587', alertFrom: 'Watchtower <alerts@example.com>', publicUrl: 'https://wt.example.com', allowPrivateWebhooks: false,
   });
+  for (const on of ['true', 'TRUE', '1']) assert.is(loadAlertConfig({ ALERT_ALLOW_PRIVATE_WEBHOOKS: on }).allowPrivateWebhooks, true, on);
+  for (const off of ['false', '0', '']) assert.is(loadAlertConfig({ ALERT_ALLOW_PRIVATE_WEBHOOKS: off }).allowPrivateWebhooks, false, off);
   for (const [env, variable] of [
     [{ SMTP_URL: 'smtp://mail.example.com' }, 'ALERT_FROM'],
     [{ SMTP_URL: 'http://mail.example.com', ALERT_FROM: 'a@example.com' }, 'SMTP_URL'],
     [{ SMTP_URL: 'not a url', ALERT_FROM: 'a@example.com' }, 'SMTP_URL'],
     [{ ALERT_FROM: 'nobody' }, 'ALERT_FROM'],
     [{ SERVICE_PUBLIC_URL: 'ftp://x' }, 'SERVICE_PUBLIC_URL'],
+    [{ ALERT_ALLOW_PRIVATE_WEBHOOKS: 'yes' }, 'ALERT_ALLOW_PRIVATE_WEBHOOKS'],
   ] as const) {
     try {
       loadAlertConfig(env);

@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { loadAlertConfig } from '../lib/alerts/config.ts';
 import { createHandler, type FetchHandler } from '../lib/handler.ts';
 import { toNodeListener } from '../lib/adapter/node.ts';
 import { createMemoryRecords } from '../lib/records/memory.ts';
@@ -21,6 +22,8 @@ import { ROOT } from './helpers/server.ts';
 declare const Deno: unknown;
 
 const DEV_CONFIG = `window.WATCHTOWER_CONFIG = ${JSON.stringify({ mode: 'dev', issuer: '', clientId: '', publishableKey: '', scope: '' })};`;
+/** The webhook receiver listens on 127.0.0.1, an internal destination these tests allow. */
+const INTERNAL_WEBHOOKS = loadAlertConfig({ ALERT_ALLOW_PRIVATE_WEBHOOKS: 'true' });
 const HOSTILE = `<img src=x onerror="window.__pwned=1">"'&<script>window.__pwned=2</script>`;
 
 if (browserSuiteRuns('Issues and Alerts page tests')) register();
@@ -52,7 +55,7 @@ function register() {
 
     const records = createMemoryRecords();
     await records.put([{ kind: 'project', id: '7', userId: 'pat', body: { name: 'shop' } }]);
-    handler = createHandler({ store: createMemoryStore(), records, files: runtimeFiles, log: () => {}, monitoring: { processEveryMs: 50, alertTickMs: 50 } });
+    handler = createHandler({ store: createMemoryStore(), records, files: runtimeFiles, log: () => {}, monitoring: { processEveryMs: 50, alertTickMs: 50, alerts: INTERNAL_WEBHOOKS } });
     server = createServer(toNodeListener(handler));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -89,6 +89,8 @@ test('IssueProcessor: events queue without waiting; draining updates issues, met
       rules: () => [{ id: 'r1', userId: 'u1', project: null, kind: 'new_issue', threshold: null, route: null, cooldownMs: COOLDOWN_MS, webhook: { url, secret: 'processor-test-secret' }, email: [], enabled: true, createdAt: '' }],
       links: dashboardLinks('http://watchtower.test'),
       now: () => T0,
+      // The receiver listens on 127.0.0.1, an internal destination this test allows.
+      destinations: { allowPrivate: true, resolveHost: null },
     });
     const { issues, processor, store } = await setup({ sourceMaps: uploadedMaps(), onTransition: (c) => engine.push(c), onEvent: (e) => metrics.record(e) });
 

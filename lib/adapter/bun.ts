@@ -3,6 +3,9 @@
 import type { ServeInfo } from '../context.ts';
 import type { FileAccess } from '../static.ts';
 
+/** The runtime's host-name lookup, for createHandler's `monitoring.resolveHost` (webhook destinations). */
+export { resolveHost } from './resolve.ts';
+
 interface BunFile extends Blob {
   stat(): Promise<{ isFile(): boolean; isDirectory(): boolean; size: number; mtimeMs: number }>;
 }

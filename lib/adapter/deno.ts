@@ -2,6 +2,9 @@
 // What it needs from here is file access for pages and the SDK, read with Deno's own API.
 import type { FileAccess } from '../static.ts';
 
+/** The runtime's host-name lookup, for createHandler's `monitoring.resolveHost` (webhook destinations). */
+export { resolveHost } from './resolve.ts';
+
 declare const Deno: {
   stat(path: string): Promise<{ isFile: boolean; isDirectory: boolean; size: number; mtime: Date | null }>;
   readFile(path: string): Promise<Uint8Array<ArrayBuffer>>;

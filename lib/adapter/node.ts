@@ -9,6 +9,9 @@ import type { ServeInfo } from '../context.ts';
 import { HttpError, toErrorResponse, type JsonReply } from '../http.ts';
 import type { FileAccess } from '../static.ts';
 
+/** The runtime's host-name lookup, for createHandler's `monitoring.resolveHost` (webhook destinations). */
+export { resolveHost } from './resolve.ts';
+
 type FetchLike = (request: Request, info?: ServeInfo) => Promise<Response | null>;
 
 /** Served files read with node:fs (for createHandler's `files`). */

@@ -4,12 +4,16 @@
 //   ALERT_FROM          the From of alert e-mails, required with SMTP_URL (`Watchtower <alerts@example.com>`)
 //   SERVICE_PUBLIC_URL  the service's address as users reach it, for links in messages
 //                       (default http://localhost:<PORT>)
-import { ConfigError } from '../config.ts';
+//   ALERT_ALLOW_PRIVATE_WEBHOOKS  true: webhooks may post to loopback, private, link-local and other
+//                       internal addresses (destination.ts), for a server that alerts internal services
+import { boolean, ConfigError } from '../config.ts';
 
 export interface AlertConfig {
   smtpUrl: string | null;
   alertFrom: string | null;
   publicUrl: string;
+  /** ALERT_ALLOW_PRIVATE_WEBHOOKS: webhooks may post to internal addresses (lib/alerts/destination.ts). */
+  allowPrivateWebhooks: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -37,5 +41,5 @@ export function loadAlertConfig(env: Env): AlertConfig {
     throw new ConfigError('SERVICE_PUBLIC_URL', `must be an absolute http(s) URL (got "${publicUrl}")`);
   }
   publicUrl = publicUrl.replace(/\/+$/, '');
-  return { smtpUrl, alertFrom, publicUrl };
+  return { smtpUrl, alertFrom, publicUrl, allowPrivateWebhooks: boolean(env, 'ALERT_ALLOW_PRIVATE_WEBHOOKS') };
 }

@@ -109,7 +109,8 @@ export function retryDelay(n: number, policy: RetryPolicy, random = Math.random(
 
 /**
  * Runs `attempt` until it succeeds or the policy's attempts are used up, keeping `record` in the log
- * up to date at every step. Resolves with the final record; never throws.
+ * up to date at every step. An attempt that throws an error marked `final: true` (a refused webhook
+ * destination) ends it at once: no retry could succeed. Resolves with the final record; never throws.
  */
 export async function deliver(
   record: Omit<DeliveryRecord, 'status' | 'attempts' | 'lastError' | 'nextAttemptAt' | 'createdAt' | 'updatedAt'>,
@@ -124,10 +125,12 @@ export async function deliver(
   ctx.log.put(current);
   for (;;) {
     let error: string | null = null;
+    let final = false;
     try {
       await attempt();
     } catch (e) {
       error = (e as Error)?.message || String(e);
+      final = (e as { final?: unknown })?.final === true;
     }
     const attempts = current.attempts + 1;
     if (error === null) {
@@ -135,7 +138,7 @@ export async function deliver(
       ctx.log.put(current);
       return current;
     }
-    if (attempts >= policy.maxAttempts) {
+    if (final || attempts >= policy.maxAttempts) {
       current = { ...current, status: 'failed', attempts, lastError: error, nextAttemptAt: null, updatedAt: iso() };
       ctx.log.put(current);
       return current;

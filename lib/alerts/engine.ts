@@ -14,7 +14,8 @@ import type { Mailer } from './mailer.ts';
 import { type Links, type Notification, notificationOf, render, webhookBody } from './message.ts';
 import type { AlertMetrics } from './recent.ts';
 import type { AlertRule } from './rules.ts';
-import { postWebhook } from './webhook.ts';
+import type { DestinationPolicy } from './destination.ts';
+import { postWebhook, WebhookError } from './webhook.ts';
 import { unref } from '../issues/timer.ts';
 
 /** What ingestion hands over: an issue after applyEvent, its transition, and the event's receive time (ms). */
@@ -32,6 +33,10 @@ export interface AlertEngineOptions {
   /** Without a mailer, e-mail deliveries are logged as failed ("no SMTP server configured"). */
   mailer?: Mailer | null;
   fetch?: typeof fetch;
+  /** Where webhooks may post (destination.ts): by default public addresses only, and no host names (no resolver). */
+  destinations?: DestinationPolicy;
+  /** Why a webhook attempt failed, in full (the connection's error, the address a name resolved to): for the server log, never the rule's owner. */
+  onDeliveryError?: (detail: string) => void;
   log?: DeliveryLog;
   retry?: RetryPolicy;
   sleep?: (ms: number) => Promise<void>;
@@ -176,8 +181,16 @@ export class AlertEngine {
     if (rule.webhook) {
       const { url, secret } = rule.webhook;
       const body = webhookBody(n, this.options.links);
-      this.track(deliver({ ...base, id: `${n.id}:webhook`, channel: 'webhook', target: url },
-        () => postWebhook({ url, secret, body, deliveryId: n.id, fetch: this.options.fetch, timeoutMs: this.options.webhookTimeoutMs }), ctx));
+      const { fetch, destinations, webhookTimeoutMs: timeoutMs, onDeliveryError } = this.options;
+      const attempt = async () => {
+        try {
+          await postWebhook({ url, secret, body, deliveryId: n.id, fetch, timeoutMs, destinations });
+        } catch (e) {
+          if (e instanceof WebhookError && e.detail !== null) onDeliveryError?.(`webhook of alert rule ${rule.id}: ${e.detail}`);
+          throw e;
+        }
+      };
+      this.track(deliver({ ...base, id: `${n.id}:webhook`, channel: 'webhook', target: url }, attempt, ctx));
     }
     if (rule.email.length > 0) {
       const mailer = this.options.mailer;

@@ -11,6 +11,7 @@ import { HttpError } from '../http.ts';
 import { unref } from '../issues/timer.ts';
 import type { AlertConfig } from './config.ts';
 import type { DeliveryRecord, RetryPolicy } from './delivery.ts';
+import { checkDestination, type DestinationPolicy, describeRefusal, type Refusal, type ResolveHost, refusalMessage } from './destination.ts';
 import { AlertEngine, type IssueChange, METRICS_EVERY_MS, TICK_MS } from './engine.ts';
 import type { Mailer } from './mailer.ts';
 import { dashboardLinks } from './message.ts';
@@ -26,6 +27,8 @@ const SYSTEM_OWNER = 'watchtower:alerts';
 export const RULES_REFRESH_MS = 30_000;
 /** Rules per user. */
 export const MAX_RULES = 100;
+/** How long saving a rule waits for its webhook's host name to resolve; past it the rule is saved, and checked when it posts. */
+export const RESOLVE_ON_SAVE_MS = 3000;
 
 export interface AlertServiceOptions {
   records: RecordStore;
@@ -34,6 +37,8 @@ export interface AlertServiceOptions {
   mailer: Mailer | null;
   metrics?: AlertMetrics | null;
   fetch?: typeof fetch;
+  /** The runtime's host-name lookup (lib/adapter/resolve.ts); without one, webhooks to host names are refused unless config.allowPrivateWebhooks. */
+  resolveHost?: ResolveHost | null;
   retry?: RetryPolicy;
   webhookTimeoutMs?: number;
   now: () => number;
@@ -54,7 +59,10 @@ export class AlertService {
   /** Delivery-log writes, one rule after another, so a later state never loses to an earlier one. */
   private writes: Promise<unknown> = Promise.resolve();
 
+  private readonly destinations: DestinationPolicy;
+
   constructor(private readonly options: AlertServiceOptions) {
+    this.destinations = { allowPrivate: options.config.allowPrivateWebhooks, resolveHost: options.resolveHost ?? null };
     this.engine = new AlertEngine({
       rules: async () => {
         await this.load();
@@ -64,6 +72,8 @@ export class AlertService {
       metrics: options.metrics ?? null,
       mailer: options.mailer,
       fetch: options.fetch,
+      destinations: this.destinations,
+      onDeliveryError: options.log,
       retry: options.retry,
       webhookTimeoutMs: options.webhookTimeoutMs,
       now: options.now,
@@ -119,6 +129,7 @@ export class AlertService {
     const rule = parseAlertRule(body, { userId, id: crypto.randomUUID(), now });
     await this.checkProject(rule);
     if (existing.length >= MAX_RULES) throw new HttpError(409, 'too_many_rules', `A user may have at most ${MAX_RULES} alert rules`);
+    await this.checkWebhook(rule);
     await this.addOwner(userId);
     await this.options.records.put([{ kind: ALERT_KIND, id: rule.id, userId, body: rule }]);
     this.rules.set(rule.id, rule);
@@ -130,6 +141,9 @@ export class AlertService {
     const rule = await this.get(userId, id);
     const next = patchAlertRule(rule, body);
     await this.checkProject(next);
+    // A webhook saved before is checked when it posts; refusing it here would keep its owner from
+    // changing anything else (disabling the rule, say).
+    if (next.webhook?.url !== rule.webhook?.url) await this.checkWebhook(next);
     await this.options.records.put([{ kind: ALERT_KIND, id, userId, body: next }]);
     this.rules.set(id, next);
     this.changes++;
@@ -156,6 +170,25 @@ export class AlertService {
     if (rule.project !== null && !(await this.options.records.get('project', rule.project, rule.userId))) {
       throw new HttpError(400, 'invalid_body', `Invalid alert rule: "project" ${rule.project} is not one of your projects`);
     }
+  }
+
+  /**
+   * A webhook whose destination is refused (destination.ts) is `400 webhook_destination_refused`:
+   * an internal address, `localhost`, or a name that resolves to one now. A name that does not
+   * resolve (yet), or not within RESOLVE_ON_SAVE_MS, is saved: every delivery checks it again.
+   */
+  private async checkWebhook(rule: AlertRule): Promise<void> {
+    if (!rule.webhook) return;
+    let refusal: Refusal | null;
+    try {
+      refusal = await checkDestination(rule.webhook.url, this.destinations, AbortSignal.timeout(RESOLVE_ON_SAVE_MS));
+    } catch {
+      return;
+    }
+    if (!refusal) return;
+    this.options.log(`alert rule webhook refused for user ${rule.userId}: ${describeRefusal(refusal)}`);
+    throw new HttpError(400, 'webhook_destination_refused',
+      `Webhook destination refused: ${refusalMessage(refusal)}. Webhooks post to public addresses only, unless the server sets ALERT_ALLOW_PRIVATE_WEBHOOKS=true`);
   }
 
   private async get(userId: string, id: string): Promise<AlertRule> {
