@@ -17,6 +17,7 @@ import { setImmediate } from 'node:timers';
 import { parentPort } from 'node:worker_threads';
 import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
+import { withinDepth } from '../shape.ts';
 import { activeSpan, NO_RECENTS, RecentsBuilder, type RangeCounts, type Recents } from '../live-window.ts';
 import { assembleStats, planStats, rangeCounts } from '../rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../rollup/codec.ts';
@@ -195,7 +196,10 @@ class Engine {
   private accept(events: StoredEvent[]): number {
     let added = 0;
     const seen = this.startSeen;
-    for (const e of events) {
+    for (const given of events) {
+      // Journal lines written before ingest bounded the shape of events may nest deeper: such an
+      // event is counted, written and held cut at MAX_DEPTH, as reads return it (eventFromRow).
+      const e = withinDepth(given);
       const owner = ownerKey(e.user_id);
       if (seen) {
         const key = owner + '\n' + e.id;
