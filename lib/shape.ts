@@ -1,4 +1,4 @@
-// The bounded shape of client JSON (docs/api.md#limits, "Shape of events"): how deep it nests and
+// The bounded shape of client JSON (docs/api.md#shape-of-events): how deep it nests and
 // how many keys one object has. Every event is checked on ingest, and every event a store reads back
 // is cut at the same depth, so that no event, however it was stored, can exhaust a call stack.
 //
