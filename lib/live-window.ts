@@ -6,6 +6,7 @@
 // "Most recent" means inserted last, as in computeStats. The window answers exactly or not at all
 // (null): then the store computes Recents from raw events, with recentsOf or its own queries.
 import type { StoredEvent } from './event.ts';
+import { withinDepth } from './shape.ts';
 import {
   ACTIVE_WINDOW_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS, routeKey,
   type LatencyPoint, type ResolvedRange,
@@ -360,8 +361,10 @@ export class LiveWindow {
     w.sessionsSorted = state.sessionsSorted;
     w.staleSessions = new Set(state.staleSessions);
     w.sessions = new Map(state.sessions.map(([s, t, id, lastT]) => [s, { t, id, lastT }]));
-    latest(w.errors, state.errors);
-    latest(w.activity, state.activity);
+    // Events of states written before ingest bounded their shape are held cut at MAX_DEPTH, as reads return them.
+    const bounded = (s: LiveWindowState['errors']) => ({ pushedOut: s.pushedOut, items: s.items.map(([e, t, id]): Held<StoredEvent> => [withinDepth(e), t, id]) });
+    latest(w.errors, bounded(state.errors));
+    latest(w.activity, bounded(state.activity));
     w.points = new Map(state.points.map(([route, s]) => [route, latest(new Latest<LatencyPoint>(LATENCY_POINTS), s)]));
     return w;
   }

@@ -2,6 +2,7 @@
 import * as v from 'valibot';
 import { HttpError } from './http.ts';
 import { isPlainObject, type RawEvent } from './event.ts';
+import { shapeProblem } from './shape.ts';
 import { rangeProblem, type StatsRange } from './stats.ts';
 
 export const MAX_BATCH = 500;
@@ -58,12 +59,15 @@ export function isEnvelope(item: unknown): item is RawEvent {
 
 /**
  * The valid events of a batch and the count of those dropped. `bodyBytes` lets small bodies skip
- * the per-event size check: no event can be larger than the body it came in.
+ * the per-event size check: no event can be larger than the body it came in. An event nested
+ * deeper than MAX_DEPTH or with an object of more than MAX_KEYS keys (lib/shape.ts) is dropped
+ * before anything else walks it: JSON.stringify, which measures the size, recurses.
  */
 export function validateEvents(items: unknown[], bodyBytes: number): { valid: RawEvent[]; rejected: number } {
   const valid: RawEvent[] = [];
   for (const item of items) {
     if (!isEnvelope(item)) continue;
+    if (shapeProblem(item) !== null) continue;
     if (bodyBytes > MAX_EVENT_BYTES && JSON.stringify(item).length > MAX_EVENT_BYTES) continue;
     const type = item.type.trim();
     valid.push(type === item.type ? item : { ...item, type });

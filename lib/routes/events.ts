@@ -34,7 +34,8 @@ async function receive(request: Request, ctx: Context, info: ServeInfo | undefin
   // A bad or forged token never claims ownership: the sender is then simply unidentified.
   const { userId: authUser } = await ctx.auth.resolve(request);
   const bytes = await readBody(request);
-  const body = parseJson(bytes);
+  // Not bounded as a whole: a deep event is rejected by validateEvents and counted, the rest kept.
+  const body = parseJson(bytes, Infinity);
   const items = batchItems(body);
   const key = requestKey(request, body);
   const keyed: KeyedProject | null = key === null ? null : await projectOfKey(ctx.projects, key, request);

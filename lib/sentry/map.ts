@@ -3,6 +3,7 @@
 // clips text to the limits of docs/api.md#event-fields, and keeps each event under 64 KiB.
 import { isPlainObject, type RawEvent } from '../event.ts';
 import { isTimestamp, MAX_EVENT_BYTES } from '../schema.ts';
+import { MAX_DEPTH, shapeProblem } from '../shape.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -254,13 +255,22 @@ export function isoTimestamp(value: unknown): string | undefined {
   return isTimestamp(iso) ? iso : undefined;
 }
 
+/** The parts of `data` that carry a client's objects as sent; the rest is built here from text and numbers. */
+const CLIENT_PARTS = ['extra', 'contexts', 'tags', 'user'];
+
 /**
- * Keeps the event under the service's 64 KiB per-event limit (measured as lib/schema.ts measures
- * it) by dropping, in order, what matters least for finding the bug: extra data, contexts, all but
- * the 10 innermost frames, tags, user. A bigger event is left as it is and rejected by validation.
+ * Keeps the event within the service's bounds. First its shape (lib/shape.ts): a client's part
+ * (extra, contexts, tags, user) that nests too deep or has an object with too many keys is dropped,
+ * so an error whose `extra` nests thousands of levels deep is kept without it rather than rejected;
+ * this comes first because JSON.stringify, which measures the size, recurses. Then its 64 KiB
+ * per-event limit (measured as lib/schema.ts measures it), by dropping, in order, what matters least
+ * for finding the bug: extra data, contexts, all but the 10 innermost frames, tags, user. A bigger
+ * event is left as it is and rejected by validation.
  */
 function fit(raw: RawEvent): RawEvent {
   const data = raw.data as Obj;
+  // In the event, data.extra and its siblings are level 3: they may nest MAX_DEPTH - 2 levels themselves.
+  for (const part of CLIENT_PARTS) if (data[part] !== undefined && shapeProblem(data[part], MAX_DEPTH - 2) !== null) delete data[part];
   const steps = [
     () => delete data.extra,
     () => delete data.contexts,

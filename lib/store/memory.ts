@@ -2,6 +2,7 @@
 // Statistics come from per-user rollups and a live window kept on insert and eviction, assembled
 // like every store's (lib/rollup/assemble.ts); only a range's partial edge hours are read raw.
 import type { StoredEvent } from '../event.ts';
+import { withinDepth } from '../shape.ts';
 import { LiveWindow, NO_RECENTS, recentsOf } from '../live-window.ts';
 import { assembleStats, planStats } from '../rollup/assemble.ts';
 import { HourRollup, rollupRow } from '../rollup/hour.ts';
@@ -96,7 +97,10 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
     persisted: false,
     async insert(events) {
       const stored: StoredEvent[] = [];
-      for (const e of events) {
+      for (const given of events) {
+        // Held cut at MAX_DEPTH, as every store reads events back (lib/shape.ts): ingest rejects
+        // deeper ones, but an embedder may insert events of its own.
+        const e = withinDepth(given);
         const owned = idsOf(e.user_id);
         if (owned.has(e.id)) continue;
         owned.add(e.id);

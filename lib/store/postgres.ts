@@ -8,6 +8,7 @@
 // statements fail cleanly. So an insert, with its ids, rows, rollups and NOTIFYs, is one statement.
 import postgres from 'postgres';
 import type { StoredEvent } from '../event.ts';
+import { withinDepth } from '../shape.ts';
 import type { Recents } from '../live-window.ts';
 import { assembleStats, planStats, type StatsPlan } from '../rollup/assemble.ts';
 import {
@@ -101,7 +102,12 @@ export function pgArray(values: readonly (string | number | null)[]): string {
 interface Row { event: string }
 /** A row read for paging: seq is a bigint, which postgres.js hands over as a string. */
 interface SeqRow extends Row { seq: string }
-const toEvent = (r: Row): StoredEvent => JSON.parse(r.event) as StoredEvent;
+/**
+ * The event of a row. One stored before ingest bounded the shape of events may nest deeper than
+ * MAX_DEPTH: it is read cut at that depth (lib/shape.ts), as every store reads it, and so that
+ * serialising it cannot overflow the stack (JSON.stringify recurses: from ~10,000 levels on Node).
+ */
+const toEvent = (r: Row): StoredEvent => withinDepth(JSON.parse(r.event) as StoredEvent);
 
 /** What an insert needs of one event, computed once by the same functions as computeStats. */
 interface Prepared {

@@ -126,3 +126,38 @@ export type FromWorker =
   | { pruned: string[] }
   /** Sealed segments retention dropped: their key filters go. */
   | { dropped: number[] };
+
+/** Where the worker posts its messages: its parentPort (a MessagePort in tests). */
+export interface AnswerPort {
+  postMessage(message: FromWorker, transfer?: readonly ArrayBuffer[]): void;
+}
+
+/** The name of the error that answers a request whose answer could not be posted. */
+export const UNSENDABLE_ANSWER = 'UnsendableAnswerError';
+
+/**
+ * Posts the answer to request `id`. An answer the port refuses (structured clone throws for a value
+ * nested a few thousand levels deep, which the stores no longer hold but once accepted, issue 33)
+ * is answered with an error instead: every request gets an answer, and the main thread's promise
+ * settles (a throw here used to leave it waiting forever, and every later read of the same events
+ * with it). Returns the refusal, for the worker's log, or null when the answer went.
+ */
+export function postAnswer(port: AnswerPort, id: number, op: string, value: unknown, transfer: readonly ArrayBuffer[] = []): Error | null {
+  try {
+    port.postMessage({ id, ok: true, value }, transfer);
+    return null;
+  } catch (err) {
+    const refused = err instanceof Error ? err : new Error(String(err));
+    postError(port, id, { name: UNSENDABLE_ANSWER, message: `the database worker could not send its answer to a ${op} request (${refused.name}: ${refused.message})` });
+    return refused;
+  }
+}
+
+/** Posts an error answer (strings only, which a port always takes while it is open). */
+export function postError(port: AnswerPort, id: number, error: { name: string; message: string; path?: string }): void {
+  try {
+    port.postMessage({ id, ok: false, error });
+  } catch {
+    // The port is closed: the main thread is gone, or has stopped listening (a terminated store).
+  }
+}

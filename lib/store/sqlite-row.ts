@@ -3,6 +3,7 @@
 // value differs from its column): the full JSON of every event doubled the database, which sql.js
 // holds in memory and copies on every snapshot.
 import type { StoredEvent } from '../event.ts';
+import { withinDepth } from '../shape.ts';
 
 /** Column values of one row without metadata, in the order of ROW_COLUMNS. */
 export type ColValues = [id: string, type: string, timestamp: string, received_at: string, user_id: string,
@@ -48,6 +49,11 @@ export function metadataOf(e: StoredEvent, cols: ColValues): string {
   return JSON.stringify(meta);
 }
 
+/**
+ * The event of a row. A row written before ingest bounded the shape of events may nest deeper than
+ * MAX_DEPTH: it is read cut at that depth (lib/shape.ts), so that no read fails on it (the worker's
+ * answers are structured clones, which refuse a few thousand levels).
+ */
 export function eventFromRow(v: RowValues): StoredEvent {
   const fromColumns = core(v);
   const meta = JSON.parse(v[11]) as Record<string, unknown>;
@@ -57,7 +63,7 @@ export function eventFromRow(v: RowValues): StoredEvent {
     else if (Object.hasOwn(fromColumns, key)) out[key] = fromColumns[key];
   }
   for (const key of Object.keys(meta)) if (!Object.hasOwn(out, key)) out[key] = meta[key];
-  return out as StoredEvent;
+  return withinDepth(out as StoredEvent);
 }
 
 // The owner column holds '' for "no owner" (NOT NULL, read back as null): the owner key of the

@@ -17,6 +17,7 @@ import { setImmediate } from 'node:timers';
 import { parentPort } from 'node:worker_threads';
 import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoredEvent } from '../event.ts';
+import { withinDepth } from '../shape.ts';
 import { activeSpan, NO_RECENTS, RecentsBuilder, type RangeCounts, type Recents } from '../live-window.ts';
 import { assembleStats, planStats, rangeCounts } from '../rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../rollup/codec.ts';
@@ -31,7 +32,7 @@ import { Scopes } from './scopes.ts';
 import { SegmentCache, type SealedSegment } from './segment-cache.ts';
 import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow } from './segment.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
-import { threadMemory, type FromWorker, type HealthFigures, type InitArgs, type InitResult, type Request, type RowsQuery, type RowsResult, type SealAnswer, type SealFigures, type ToWorker } from './sqlite-protocol.ts';
+import { postAnswer, postError, threadMemory, type FromWorker, type HealthFigures, type InitArgs, type InitResult, type Request, type RowsQuery, type RowsResult, type SealAnswer, type SealFigures, type ToWorker } from './sqlite-protocol.ts';
 import { ownerKey } from './sqlite-row.ts';
 import type { AppUser, ErrorScan, ErrorScanQuery } from './types.ts';
 
@@ -195,7 +196,10 @@ class Engine {
   private accept(events: StoredEvent[]): number {
     let added = 0;
     const seen = this.startSeen;
-    for (const e of events) {
+    for (const given of events) {
+      // Journal lines written before ingest bounded the shape of events may nest deeper: such an
+      // event is counted, written and held cut at MAX_DEPTH, as reads return it (eventFromRow).
+      const e = withinDepth(given);
       const owner = ownerKey(e.user_id);
       if (seen) {
         const key = owner + '\n' + e.id;
@@ -1175,11 +1179,13 @@ port.on('message', (msg: ToWorker) => {
       const sealed = value as SealAnswer | null;
       // A seal's bytes travel without a copy.
       const transfer = req.op === 'seal' && sealed ? [sealed.database.buffer as ArrayBuffer] : [];
-      port.postMessage({ id, ok: true, value } satisfies FromWorker, transfer);
+      // An answer that cannot be posted is answered with an error (postAnswer): the request settles.
+      const refused = postAnswer(port, id, req.op, value, transfer);
+      if (refused) log(`the answer to a ${req.op} request could not be sent and was answered with an error: ${refused.name}: ${refused.message}`);
     },
     (err: unknown) => {
       const e = err instanceof Error ? err : new Error(String(err));
-      post({ id, ok: false, error: { name: e.name, message: e.message, path: e instanceof CorruptFile ? (req as { args: InitArgs }).args.path : undefined } });
+      postError(port, id, { name: e.name, message: e.message, path: e instanceof CorruptFile ? (req as { args: InitArgs }).args.path : undefined });
     },
   );
 });

@@ -24,7 +24,9 @@
 // - /api/stats is assembled from per-user rollups and a live window kept on insert and prune in
 //   the worker (lib/rollup, lib/live-window.ts), as the memory store's is, instead of scanning.
 // - If the worker dies, every operation answers StoreUnavailableError (503) instead of hanging;
-//   acknowledged events are in the journal and come back at the next start.
+//   acknowledged events are in the journal and come back at the next start. An answer the worker
+//   cannot post (structured clone refuses it) comes back as an error answer, and a request this
+//   thread cannot post is refused at once: every request settles, whatever the data.
 import { memoryUsage } from 'node:process';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -208,7 +210,14 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     holdOpen(true);
     return new Promise<T>((resolve, reject) => {
       pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      worker.postMessage({ id, req } satisfies ToWorker);
+      try {
+        worker.postMessage({ id, req } satisfies ToWorker);
+      } catch (err) {
+        // Not sent (a request structured clone refuses): no answer will come, so none is awaited.
+        pending.delete(id);
+        if (pending.size === 0) holdOpen(false);
+        reject(err);
+      }
     });
   }
 
