@@ -21,6 +21,7 @@ import {
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { compactClosedDays, DayPartCache, decodeDay, type SessionCount } from './postgres-compaction.ts';
 import { groupCommit } from './postgres-group-commit.ts';
+import { safeHorizon, scanErrors } from './postgres-issue-feed.ts';
 import { isoBounds } from './filter.ts';
 import { MIGRATION_LOCK, MIGRATIONS, type Migration } from './postgres-migrations.ts';
 import {
@@ -528,6 +529,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   let delivery: Promise<void> = Promise.resolve();
   let closed = false;
 
+  // Issue processing's feed (lib/store/postgres-issue-feed.ts).
+  const horizon = safeHorizon(sql);
+
   // Announced rows were just committed, so they were received today or yesterday (by this
   // instance's clock; the partitions of days after it are kept too): the bound spares the
   // planner every older partition. A row an instance stamped with a clock off by more than a day
@@ -891,6 +895,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         if (rows.length < limit) return;
         afterSeq = Number(rows[rows.length - 1].seq);
       }
+    },
+
+    async scanErrors(q) {
+      return guard('scanErrors', () => scanErrors(sql, horizon, q.userId === undefined ? q : { ...q, userId: col(q.userId)! }));
     },
 
     async stats(userId, now, range, projectId): Promise<Stats> {
