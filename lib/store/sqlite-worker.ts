@@ -524,6 +524,8 @@ class Engine {
   async errors(q: ErrorScanQuery): Promise<ErrorScan> {
     const upTo = Math.min(q.upTo ?? Infinity, this.maxSeq);
     const limit = Math.max(0, Math.floor(q.limit));
+    // No room for an answer: nothing is covered (any error after `after` would be passed over).
+    if (limit === 0) return { events: [], seqs: [], through: q.after };
     if (q.userId !== undefined) {
       const r = await this.seqRows({ userId: q.userId, type: 'error', afterSeq: q.after, maxSeq: upTo, order: 'oldest', limit });
       return { events: r.events, seqs: r.seqs, through: r.more ? r.seqs[r.seqs.length - 1] : Math.max(q.after, upTo) };
@@ -536,7 +538,7 @@ class Engine {
       events.push(...r.events);
       seqs.push(...r.seqs);
     }
-    return { events, seqs, through: events.length >= limit && limit > 0 ? seqs[seqs.length - 1] : Math.max(q.after, upTo) };
+    return { events, seqs, through: events.length >= limit ? seqs[seqs.length - 1] : Math.max(q.after, upTo) };
   }
 
   /**
