@@ -1,6 +1,11 @@
 // The PostgreSQL store's issue feed against a real server: scanErrors never passes a position an
-// insert still in flight holds (transactions commit out of seq order), and finds errors moved into
-// blocks by compaction.
+// insert still in flight holds (transactions commit out of seq order), finds errors moved into
+// blocks by compaction, and issueLease is held by one instance at a time and passes on when its
+// holder closes, is killed (-9) or loses the database. The same file is the killed child when
+// WATCHTOWER_PG_LEASE_CHILD names a database URL.
+import { spawn } from 'node:child_process';
+import { createServer, connect, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,26 +16,39 @@ import { openPostgresStore } from '../lib/store/postgres.ts';
 import type { ErrorScanQuery, Store } from '../lib/store/types.ts';
 import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
 
+declare const Deno: { execPath(): string; env: { get(name: string): string | undefined } } | undefined;
+const env = (name: string) => (typeof Deno !== 'undefined' ? Deno.env.get(name) : process.env[name]);
+const childUrl = env('WATCHTOWER_PG_LEASE_CHILD');
+/** The lease's length in the tests that wait for one to run out. */
+const TTL = 2000;
 const DAY = 86_400_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const reason = await unavailableReason();
-if (reason !== null && !REQUIRE_POSTGRES) {
-  console.log(`PostgreSQL issue feed tests skipped: ${reason}.`);
-} else if (reason !== null) {
-  test('PostgreSQL is reachable (WATCHTOWER_REQUIRE_POSTGRES=1)', () => {
-    assert.unreachable(reason);
-  });
-  test.run();
+if (childUrl) {
+  // The child: takes the lease, says so, and holds it (renewing it) until it is killed.
+  const store = await openPostgresStore({ url: childUrl, issueLeaseMs: TTL });
+  while (!(await store.issueLease!())) await sleep(100);
+  console.log('held');
+  setInterval(() => {}, 1000);
 } else {
-  register();
+  const reason = await unavailableReason();
+  if (reason !== null && !REQUIRE_POSTGRES) {
+    console.log(`PostgreSQL issue feed tests skipped: ${reason}.`);
+  } else if (reason !== null) {
+    test('PostgreSQL is reachable (WATCHTOWER_REQUIRE_POSTGRES=1)', () => {
+      assert.unreachable(reason);
+    });
+    test.run();
+  } else {
+    register();
+  }
 }
 
 function register() {
   let db: TestDatabase;
   const opened: Store[] = [];
   const clients: postgres.Sql[] = [];
-  const open = async (extra: { url?: string } = {}) => {
+  const open = async (extra: { url?: string; issueLeaseMs?: number } = {}) => {
     const s = await openPostgresStore({ url: db.url, connectTimeout: 3, ...extra });
     opened.push(s);
     return s;
@@ -254,6 +272,118 @@ function register() {
       for (const s of scanners) if (s.status === 'rejected') throw s.reason;
       const [{ rows }] = await sql`select count(*)::int as rows from watchtower_events where received_at < now() - interval '1 day'`;
       assert.is(rows, 0, `round ${round}: the late rows were moved meanwhile`);
+    }
+  });
+
+  test('issueLease: exactly one of two instances holds it; the other takes it when the holder closes', async () => {
+    const a = await open(), b = await open();
+    let holder: Store | null = null;
+    for (let i = 0; i < 10; i++) {
+      const [x, y] = await Promise.all([a.issueLease!(), b.issueLease!()]);
+      assert.ok(x !== y, `round ${i}: exactly one holds it (${x}, ${y})`);
+      const now = x ? a : b;
+      assert.ok(holder === null || holder === now, 'the same one');
+      holder = now;
+      await sleep(150);
+    }
+    const other = holder === a ? b : a;
+    const third = await open();
+    assert.is(await third.issueLease!(), false, 'a third instance does not take it');
+    await holder!.close();
+    const t0 = Date.now();
+    let got = false;
+    while (!got && Date.now() - t0 < 5000) {
+      const [x, y] = await Promise.all([other.issueLease!(), third.issueLease!()]);
+      assert.ok(!(x && y), 'never both');
+      got = x || y;
+      await sleep(100);
+    }
+    assert.ok(got, 'another instance took it within 5 s of the holder closing');
+    assert.ok(Date.now() - t0 < 2500, 'without waiting for the lease to run out');
+    assert.is(await holder!.issueLease!(), false, 'a closed store holds nothing');
+  });
+
+  test('issueLease: a holder killed with -9 is taken over once its lease runs out, not before', async () => {
+    const self = fileURLToPath(import.meta.url);
+    const [cmd, args] = typeof Deno !== 'undefined'
+      ? [Deno.execPath(), ['run', '--allow-all', '--no-prompt', self]]
+      : [process.execPath, ['--import', 'tsx', self]];
+    const child = spawn(cmd, args, { env: { ...process.env, WATCHTOWER_PG_LEASE_CHILD: db.url }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      let out = '', err = '';
+      child.stderr!.on('data', (c) => (err += c));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', (c) => {
+          out += c;
+          if (out.includes('held')) resolve();
+        });
+        child.once('exit', (code) => reject(new Error(`child exited ${code} before holding the lease: ${err}`)));
+      });
+      const b = await open({ issueLeaseMs: TTL });
+      for (let i = 0; i < 5; i++) {
+        assert.is(await b.issueLease!(), false, 'the child holds it');
+        await sleep(300);
+      }
+      process.kill(child.pid!, 'SIGKILL');
+      await exited;
+      const killed = Date.now();
+      while (!(await b.issueLease!())) {
+        assert.ok(Date.now() - killed < TTL + 4000, 'taken over within the lease and a retry');
+        await sleep(50);
+      }
+      // The child renewed every TTL / 4: its lease ran at least 3 / 4 TTL past the kill.
+      assert.ok(Date.now() - killed >= TTL / 2, `taken over ${Date.now() - killed} ms after the kill: before the lease ran out`);
+    } finally {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+
+  test('issueLease: a holder cut off from the database stops answering true before another instance can take it', async () => {
+    // The holder reaches the database through a proxy that the test then cuts.
+    const target = new URL(db.url);
+    const sockets = new Set<Socket>();
+    const proxy = createServer((downstream) => {
+      const upstream = connect(Number(target.port || 5432), target.hostname);
+      for (const s of [downstream, upstream]) {
+        sockets.add(s);
+        s.on('error', () => {});
+        s.on('close', () => {
+          downstream.destroy();
+          upstream.destroy();
+        });
+      }
+      downstream.pipe(upstream).pipe(downstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const via = new URL(db.url);
+      via.port = String((proxy.address() as { port: number }).port);
+      const a = await open({ url: via.toString(), issueLeaseMs: TTL });
+      const b = await open({ issueLeaseMs: TTL });
+      assert.is(await a.issueLease!(), true, 'the first to ask holds it');
+      assert.is(await b.issueLease!(), false);
+      await sleep(TTL);
+      assert.is(await a.issueLease!(), true, 'renewed while it runs');
+      proxy.close();
+      for (const s of sockets) s.destroy();
+      const cut = Date.now();
+      let aLost = NaN, bGot = NaN;
+      while (Number.isNaN(bGot)) {
+        const elapsed = Date.now() - cut;
+        assert.ok(elapsed < TTL + 4000, 'another instance takes it within the lease and a retry');
+        const [x, y] = await Promise.all([a.issueLease!(), b.issueLease!()]);
+        assert.ok(!(x && y), `both answer true ${elapsed} ms after the cut`);
+        if (!x && Number.isNaN(aLost)) aLost = elapsed;
+        if (y) bGot = elapsed;
+        await sleep(50);
+      }
+      assert.ok(aLost < bGot, `the holder stopped at ${aLost} ms, before the other took over at ${bGot} ms`);
+      assert.ok(aLost <= TTL, 'the holder stops within a lease');
+    } finally {
+      proxy.close();
+      for (const s of sockets) s.destroy();
     }
   });
 

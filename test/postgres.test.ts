@@ -1035,9 +1035,10 @@ async function register() {
     }
   });
 
-  /** The schema as version 10 left it: the events of blocks back as rows, no issue feed (version 12). */
+  /** The schema as version 10 left it: the events of blocks back as rows, no issue feed (versions 12 and 13). */
   const asVersion10 = (sql: postgres.Sql) => sql.unsafe(`
     drop index watchtower_events_errors;
+    drop table watchtower_leases;
     insert into watchtower_events (seq, user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event)
       select x.seq, nullif(b.user_id, ''), x.project_id, x.type, x.received_at, x.session_id, x.app_version, x.route_key,
              x.duration, x.ttfb, x.ts, x.event

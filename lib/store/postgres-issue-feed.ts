@@ -1,5 +1,6 @@
 // Issue processing's feed on the PostgreSQL store: Store.scanErrors (error events by position, up
-// to a horizon below which no event can still appear). See docs/architecture.md#issue-feed.
+// to a horizon below which no event can still appear) and Store.issueLease (which one of several
+// instances groups issues). See docs/architecture.md#issue-feed.
 //
 // Like the rest of the store, every operation is one statement on a pooled connection, never a
 // transaction (see the top of lib/store/postgres.ts).
@@ -119,4 +120,105 @@ export async function scanErrors(sql: postgres.Sql, horizon: () => Promise<numbe
     events.push(JSON.parse(r.event) as StoredEvent);
   }
   return { events, seqs, through: seqs.length === limit ? seqs[seqs.length - 1] : bound };
+}
+
+/** The name of the issue-grouping lease in watchtower_leases (migration 13). */
+const LEASE = 'issues';
+/** A non-holder asks the database at most this often. */
+const LEASE_RETRY_MS = 1000;
+/** How long closing waits for the lease to be given up. */
+const RELEASE_TIMEOUT_MS = 3000;
+
+/** `p`'s answer, or a rejection once `ms` pass without it (`p` runs on; a late answer is dropped). */
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  p.catch(() => {});
+  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms)))])
+    .finally(() => clearTimeout(timer));
+}
+
+export interface IssueLease {
+  /** Store.issueLease. */
+  held(): Promise<boolean>;
+  /** Gives the lease up, if held, so that another instance takes it at once. */
+  release(): Promise<void>;
+}
+
+/**
+ * Store.issueLease: a row of watchtower_leases naming the instance that holds it and when it
+ * expires by the database's clock. One statement takes it when it is free or expired, or renews
+ * it when this instance holds it: the row's lock makes two instances' statements run one after
+ * the other, and the second finds the first's holder and expiry, so the database grants it to
+ * one instance at a time. The holder renews it every quarter of `ttlMs` while it runs.
+ *
+ * The holder counts its lease from when it sent the statement that took or renewed it: the
+ * database set the expiry at least `ttlMs` after that (by its own clock), and another instance
+ * takes over only once the database's clock passes the expiry. It answers true only while at
+ * least half of `ttlMs` is left, so work begun on a true answer has that long before another
+ * instance can hold the lease, and a holder that cannot reach the database stops answering true
+ * half a lease before anyone else can take it. An instance that dies (crash, kill -9, network
+ * loss) is taken over once its last expiry passes: within `ttlMs` of its last renewal.
+ *
+ * A statement unanswered after a quarter of `ttlMs` counts as failed (a connection to a server
+ * that vanished without a reset can hang far longer), so an answer never waits longer than that;
+ * if it grants the lease after all, no other instance can take it until it expires, and the next
+ * statement renews it.
+ */
+export function issueLease(sql: postgres.Sql, instance: string, ttlMs: number, log: (msg: string) => void): IssueLease {
+  /** performance.now() until which this instance holds the lease; 0: not held. */
+  let until = 0;
+  let lastTry = -Infinity;
+  let trying: Promise<void> | null = null;
+  let renewer: ReturnType<typeof setInterval> | null = null;
+  let released = false;
+  const renewing = (on: boolean) => {
+    if (on && !renewer) {
+      renewer = setInterval(() => void attempt(), ttlMs / 4);
+      (renewer as { unref?: () => void }).unref?.();
+    } else if (!on && renewer) {
+      clearInterval(renewer);
+      renewer = null;
+    }
+  };
+  const attempt = () => (trying ??= (async () => {
+    const sent = performance.now();
+    lastTry = sent;
+    try {
+      const rows = await within(sql`
+        insert into watchtower_leases as l (name, holder, expires)
+        values (${LEASE}, ${instance}, now() + ${ttlMs}::float8 * interval '1 millisecond')
+        on conflict (name) do update set holder = excluded.holder, expires = excluded.expires
+          where l.holder = excluded.holder or l.expires < now()
+        returning holder`, ttlMs / 4);
+      if (released) return;
+      until = rows.length ? sent + ttlMs : 0;
+      renewing(until > 0);
+    } catch (err) {
+      // The lease runs out by itself (`until` stays as the last renewal left it).
+      log(`issue lease: ${err instanceof Error ? err.message : err}`);
+    } finally {
+      trying = null;
+    }
+  })());
+  return {
+    async held() {
+      if (released) return false;
+      const now = performance.now();
+      if (until - now > ttlMs * 0.75) return true;
+      if (until <= now && now - lastTry < LEASE_RETRY_MS) return false;
+      await attempt();
+      return !released && until - performance.now() >= ttlMs / 2;
+    },
+    async release() {
+      released = true;
+      renewing(false);
+      await trying;
+      until = 0;
+      // Whatever the last answer was: a statement in flight when this began may have taken it.
+      if (lastTry === -Infinity) return;
+      // Bounded, so that closing a store cut off from its database does not wait on it.
+      await within(sql`update watchtower_leases set expires = '-infinity' where name = ${LEASE} and holder = ${instance}`, RELEASE_TIMEOUT_MS)
+        .catch((err: unknown) => log(`issue lease: could not give it up (${err instanceof Error ? err.message : err}); it expires by itself`));
+    },
+  };
 }

@@ -500,4 +500,17 @@ export const MIGRATIONS: readonly Migration[] = [
         where user_id <> '';
     `,
   },
+  {
+    version: 13,
+    name: 'issue lease',
+    // Which instance groups issues, until when by the database's clock (Store.issueLease,
+    // lib/store/postgres-issue-feed.ts): one row per lease, taken or renewed by one statement.
+    sql: `
+      create table watchtower_leases (
+        name text primary key,
+        holder text not null,
+        expires timestamptz not null
+      );
+    `,
+  },
 ];
