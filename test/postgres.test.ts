@@ -13,7 +13,9 @@ import { migrationScript, openPostgresStore } from '../lib/store/postgres.ts';
 import { COMPACT_AFTER_MS, COMPACT_DAY, compactClosedDays, decodeDay } from '../lib/store/postgres-compaction.ts';
 import { StoreUnavailableError, type Store } from '../lib/store/types.ts';
 import { dataFrames } from './helpers/app.ts';
-import { createTestDatabase, openFreshPostgresStore, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
+import {
+  createTestDatabase, openFreshPostgresStore, reopenFreshPostgresStore, REQUIRE_POSTGRES, unavailableReason, type TestDatabase,
+} from './helpers/postgres.ts';
 import { startServer, type RunningServer } from './helpers/server.ts';
 import { storeContract } from './store-contract.ts';
 
@@ -90,7 +92,7 @@ async function register() {
   });
 
   // The shared contract; its factory must return a fresh, empty store: each gets a database of its own.
-  storeContract('postgres', openFreshPostgresStore, { rollupStats: true, projects: true });
+  storeContract('postgres', openFreshPostgresStore, { rollupStats: true, projects: true, reopen: reopenFreshPostgresStore });
 
   test('insert → list round trip: events read back deep-equal, most recent first, with NUL and lone surrogates', async () => {
     const store = await open();
@@ -1033,8 +1035,10 @@ async function register() {
     }
   });
 
-  /** The schema as version 10 left it: the events of blocks back as rows. */
+  /** The schema as version 10 left it: the events of blocks back as rows, no issue feed (versions 12 and 13). */
   const asVersion10 = (sql: postgres.Sql) => sql.unsafe(`
+    drop index watchtower_events_errors;
+    drop table watchtower_leases;
     insert into watchtower_events (seq, user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event)
       select x.seq, nullif(b.user_id, ''), x.project_id, x.type, x.received_at, x.session_id, x.app_version, x.route_key,
              x.duration, x.ttfb, x.ts, x.event

@@ -8,7 +8,7 @@ import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats, rangeProblem, type Stats, type StatsRange } from '../lib/stats.ts';
 import { encodeCursor } from '../lib/store/cursor.ts';
-import { InvalidCursorError, type EventFilter, type EventQuery, type ExportQuery, type Store } from '../lib/store/types.ts';
+import { InvalidCursorError, type ErrorScan, type ErrorScanQuery, type EventFilter, type EventQuery, type ExportQuery, type Store } from '../lib/store/types.ts';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/', import.meta.url));
 
@@ -98,6 +98,31 @@ async function exported(store: Store, q: ExportQuery, what: string): Promise<Sto
   return out;
 }
 
+/**
+ * Every error scanErrors answers from `after` on, each scan starting after the last one's
+ * `through`, until `through` stops moving; checks each answer against the contract on the way.
+ */
+async function scanAll(store: Store, q: Omit<ErrorScanQuery, 'after'> & { after?: number }, what: string): Promise<Pick<ErrorScan, 'events' | 'seqs'> & { through: number }> {
+  const out = { events: [] as StoredEvent[], seqs: [] as number[], through: q.after ?? 0 };
+  for (let scans = 0; ; scans++) {
+    assert.ok(scans < 10_000, `${what}: scanning ends`);
+    const after = out.through;
+    const r = await store.scanErrors({ ...q, after });
+    assert.is(r.seqs.length, r.events.length, `${what}: a position per event`);
+    assert.ok(r.events.length <= q.limit, `${what}: at most limit events`);
+    assert.ok(r.through >= after, `${what}: through ${r.through} is not before after ${after}`);
+    if (q.upTo !== undefined) assert.ok(r.through <= Math.max(after, q.upTo), `${what}: through ${r.through} is not past upTo ${q.upTo}`);
+    r.seqs.forEach((seq, i) => {
+      assert.ok(seq > (i ? r.seqs[i - 1] : after), `${what}: positions ascend from after (${after}): ${r.seqs}`);
+      assert.ok(seq <= r.through, `${what}: position ${seq} within through ${r.through}`);
+    });
+    out.events.push(...r.events);
+    out.seqs.push(...r.seqs);
+    if (r.through === after) return out;
+    out.through = r.through;
+  }
+}
+
 /** The events of `inserted` (insertion order) that a filter selects, as the stores must. */
 const selected = (inserted: readonly StoredEvent[], f: EventFilter) =>
   inserted.filter((e) => {
@@ -118,7 +143,7 @@ const selected = (inserted: readonly StoredEvent[], f: EventFilter) =>
 export function storeContract(
   name: string,
   factory: () => Promise<Store>,
-  options: { rollupStats?: boolean; projects?: boolean; breakdowns?: boolean } = {},
+  options: { rollupStats?: boolean; projects?: boolean; breakdowns?: boolean; reopen?: (store: Store) => Promise<Store> } = {},
 ) {
   const asStored = options.rollupStats === true ? (s: Stats) => s : atMs;
   // A store without breakdowns (PostgreSQL, for now) must leave them out, and match on the rest.
@@ -355,6 +380,140 @@ export function storeContract(
     assert.equal((await stopped.next()).done, true, 'a stopped export yields nothing more');
     assert.is((await store.list({ userId: 'hi', limit: 2 })).events.map((e) => e.id)[0], 'during-2');
   });
+
+  /**
+   * Batches of errors and other events of two owners and unowned ones, some sharing a receive time,
+   * some received before earlier ones, and retries that store nothing; `errors`: the errors of
+   * identified owners stored, in insertion order.
+   */
+  const errorHistory = async (store: Store, seed: number, prefix = 'se') => {
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const t0 = Date.parse('2026-05-10T00:00:00.000Z');
+    const errors: StoredEvent[] = [];
+    let t = t0, sent: StoredEvent[] = [];
+    for (let b = 0; b < 30; b++) {
+      t += rand() < 0.2 ? -Math.floor(rand() * 60_000) : Math.floor(rand() * 3_600_000);
+      const batch = Array.from({ length: 1 + Math.floor(rand() * 9) }, (_, i) =>
+        ev({ id: `${prefix}-${b}-${i}`, type: rand() < 0.5 ? 'error' : ['click', 'pageload'][Math.floor(rand() * 2)], message: `m${b}` },
+          [`${prefix}-a`, `${prefix}-a`, `${prefix}-b`, null][Math.floor(rand() * 4)], t));
+      // Now and then a retry of an earlier batch's event rides along: it is stored once.
+      const retry = sent.length && rand() < 0.3 ? [sent[Math.floor(rand() * sent.length)]] : [];
+      const stored = await store.insert([...batch, ...retry]);
+      assert.equal(stored, batch);
+      sent = batch;
+      errors.push(...batch.filter((e) => e.type === 'error' && e.user_id !== null));
+    }
+    return errors;
+  };
+  const ids = (events: readonly StoredEvent[]) => events.map((e) => e.id);
+
+  t('scanErrors: errors of identified owners only, oldest first, each once; paged by through at any limit, at the same positions', async () => {
+    const store = await open();
+    const errors = await errorHistory(store, 3);
+    assert.ok(errors.length > 20, 'the history has errors to page through');
+    const all = await scanAll(store, { limit: 1000 }, 'limit 1000');
+    assert.equal(all.events, errors, 'the stored errors of identified owners, in insertion order, read back deep-equal');
+    for (const limit of [1, 2, 7]) {
+      const paged = await scanAll(store, { limit }, `limit ${limit}`);
+      assert.equal(ids(paged.events), ids(errors), `limit ${limit}`);
+      assert.equal(paged.seqs, all.seqs, `limit ${limit}: the same positions`);
+      assert.is(paged.through, all.through, `limit ${limit}: ends at the same through`);
+    }
+    // One scan that holds them all vouches for at least its last position.
+    const one = await store.scanErrors({ after: 0, limit: 1000 });
+    assert.equal(one.seqs, all.seqs);
+    assert.ok(one.through >= all.seqs[all.seqs.length - 1]);
+    // A scan that stops at limit says it covered up to its last answer only: the next one goes on from there.
+    const first = await store.scanErrors({ after: 0, limit: 3 });
+    assert.equal(first.seqs, all.seqs.slice(0, 3));
+    assert.is(first.through, all.seqs[2], 'a full answer covers up to its last event');
+    const next = await store.scanErrors({ after: first.through, limit: 2 });
+    assert.equal(next.seqs, all.seqs.slice(3, 5));
+    assert.equal(await store.scanErrors({ after: all.through, limit: 10 }), { events: [], seqs: [], through: all.through }, 'nothing after the end');
+  });
+
+  t('scanErrors: limit 0 answers nothing and covers nothing (through stays at after)', async () => {
+    const store = await open();
+    const errors = await errorHistory(store, 5);
+    const all = await scanAll(store, { limit: 1000 }, 'all');
+    for (const after of [0, all.seqs[3]]) {
+      assert.equal(await store.scanErrors({ after, limit: 0 }), { events: [], seqs: [], through: after }, `after ${after}`);
+      assert.equal(await store.scanErrors({ after, limit: 0, userId: errors[0].user_id! }), { events: [], seqs: [], through: after }, `one owner, after ${after}`);
+    }
+  });
+
+  t('scanErrors: userId reads one owner\'s errors, at the positions the scan across owners gives them; no one reads unowned ones', async () => {
+    const store = await open();
+    const errors = await errorHistory(store, 7);
+    const all = await scanAll(store, { limit: 1000 }, 'all');
+    const position = new Map(all.events.map((e, i) => [e.id, all.seqs[i]]));
+    for (const owner of ['se-a', 'se-b']) {
+      const mine = errors.filter((e) => e.user_id === owner);
+      assert.ok(mine.length > 3, `${owner} has errors`);
+      for (const limit of [1, 3, 1000]) {
+        const got = await scanAll(store, { limit, userId: owner }, `${owner} limit ${limit}`);
+        assert.equal(got.events, mine, `${owner} limit ${limit}`);
+        assert.equal(got.seqs, mine.map((e) => position.get(e.id)), `${owner} limit ${limit}: positions`);
+      }
+    }
+    for (const owner of ['', 'nobody']) {
+      assert.equal((await scanAll(store, { limit: 10, userId: owner }, `owner '${owner}'`)).events, [], `owner '${owner}'`);
+    }
+  });
+
+  t('scanErrors: upTo bounds the answer and through; a scan after it answers nothing', async () => {
+    const store = await open();
+    await errorHistory(store, 9);
+    const all = await scanAll(store, { limit: 1000 }, 'all');
+    for (const k of [0, 4, 11]) {
+      const upTo = all.seqs[k];
+      for (const [limit, userId] of [[1000, undefined], [2, undefined], [1000, all.events[k].user_id!]] as const) {
+        const what = `upTo the ${k}th error, limit ${limit}${userId ? `, ${userId}` : ''}`;
+        const got = await scanAll(store, { limit, upTo, userId }, what);
+        const want = all.events.slice(0, k + 1).filter((e) => userId === undefined || e.user_id === userId);
+        assert.equal(ids(got.events), ids(want), what);
+        assert.is(got.through, upTo, `${what}: covers up to upTo`);
+      }
+      // Just before the next error: through may reach it, the answer holds nothing more.
+      const before = all.seqs[k + 1] - 1;
+      assert.equal(ids((await scanAll(store, { limit: 1000, upTo: before }, `upTo ${before}`)).events), ids(all.events.slice(0, k + 1)));
+      assert.equal(await store.scanErrors({ after: upTo, upTo, limit: 10 }), { events: [], seqs: [], through: upTo }, 'after at upTo');
+      assert.equal(await store.scanErrors({ after: upTo + 1, upTo, limit: 10 }), { events: [], seqs: [], through: upTo + 1 }, 'after past upTo');
+    }
+  });
+
+  t('scanErrors: errors stored after a scan are found after its through, with later positions', async () => {
+    const store = await open();
+    const first = await errorHistory(store, 11, 'f1');
+    const before = await scanAll(store, { limit: 1000 }, 'first');
+    assert.equal(before.events, first);
+    const second = await errorHistory(store, 12, 'f2');
+    const after = await scanAll(store, { after: before.through, limit: 4 }, 'second');
+    assert.equal(after.events, second);
+    assert.ok(after.seqs[0] > before.seqs[before.seqs.length - 1], 'later positions');
+    assert.equal((await scanAll(store, { limit: 1000 }, 'both')).events, [...first, ...second]);
+  });
+
+  if (options.reopen) {
+    const reopen = options.reopen;
+    t('scanErrors: positions are the same after the store is reopened; a scan resumes from a through taken before', async () => {
+      let store = await open();
+      const first = await errorHistory(store, 13, 'r1');
+      const all = await scanAll(store, { limit: 1000 }, 'before');
+      const part = await store.scanErrors({ after: 0, limit: 5 });
+      store = await reopen(store);
+      opened.push(store);
+      const again = await scanAll(store, { limit: 1000 }, 'after reopening');
+      assert.equal(again.events, first);
+      assert.equal(again.seqs, all.seqs, 'the same positions');
+      const rest = await scanAll(store, { after: part.through, limit: 3 }, 'resumed');
+      assert.equal([...part.events, ...rest.events], first, 'resumed from a through taken before the reopen: every error once');
+      const second = await errorHistory(store, 14, 'r2');
+      const later = await scanAll(store, { after: all.through, limit: 1000 }, 'inserted after reopening');
+      assert.equal(later.events, second);
+      assert.ok(later.seqs[0] > all.seqs[all.seqs.length - 1], 'positions go on after the ones before');
+    });
+  }
 
   /** 400 random events of mixed owners around `now`, `mine` being user "st"'s (insertion order). */
   const randomEvents = (now: number, seed: number, offsets: number[]) => {

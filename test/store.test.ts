@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMemoryStore } from '../lib/store/memory.ts';
-import { openSqliteStore } from '../lib/store/sqlite.ts';
+import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
+import type { Store } from '../lib/store/types.ts';
 import { storeContract } from './store-contract.ts';
 
 storeContract('memory', async () => createMemoryStore(), { rollupStats: true, projects: true });
@@ -12,16 +13,30 @@ const dirs: string[] = [];
 process.on('exit', () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-storeContract('sqlite', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'watchtower-contract-'));
-  dirs.push(dir);
-  // Retention off: the contract's data sets are dated in the past on purpose.
-  return openSqliteStore({ path: join(dir, 'watchtower.sqlite'), retentionDays: 0 });
-}, { rollupStats: true, projects: true });
+/** A sqlite store in a fresh directory, which reopen() closes and opens again on the same files. */
+const sqlite = (options: Omit<SqliteStoreOptions, 'path'>) => {
+  const paths = new WeakMap<Store, string>();
+  const openAt = async (path: string) => {
+    const store = await openSqliteStore({ path, ...options });
+    paths.set(store, path);
+    return store;
+  };
+  return {
+    factory: () => {
+      const dir = mkdtempSync(join(tmpdir(), 'watchtower-contract-'));
+      dirs.push(dir);
+      return openAt(join(dir, 'watchtower.sqlite'));
+    },
+    reopen: async (store: Store) => {
+      await store.close();
+      return openAt(paths.get(store)!);
+    },
+  };
+};
+// Retention off: the contract's data sets are dated in the past on purpose.
+const plain = sqlite({ retentionDays: 0 });
+storeContract('sqlite', plain.factory, { rollupStats: true, projects: true, reopen: plain.reopen });
 // The same store sealing its hot segment every 40 events: every read crosses sealed segments, and
 // a small cache budget makes them open and close as reads move between them.
-storeContract('sqlite, sealing every 40 events', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'watchtower-contract-'));
-  dirs.push(dir);
-  return openSqliteStore({ path: join(dir, 'watchtower.sqlite'), retentionDays: 0, sealEvents: 40, cacheMb: 1 });
-}, { rollupStats: true, projects: true });
+const sealing = sqlite({ retentionDays: 0, sealEvents: 40, cacheMb: 1 });
+storeContract('sqlite, sealing every 40 events', sealing.factory, { rollupStats: true, projects: true, reopen: sealing.reopen });

@@ -484,4 +484,33 @@ export const MIGRATIONS: readonly Migration[] = [
       alter table watchtower_event_days add column moved bigint not null default 0;
     `,
   },
+  {
+    version: 12,
+    name: 'issue feed',
+    // Issue processing reads error events of identified owners across owners by seq, up to the
+    // safe horizon (lib/store/postgres-issue-feed.ts): a partial index of those rows by seq (an
+    // insert adds an entry for its error rows only), and the blocks by their range of seqs, as a
+    // feed that fell behind a compaction finds its errors in them. One owner's errors are read
+    // through the (user_id, type, seq) index. The index is built on every partition, blocking
+    // inserts while it is: closed days' partitions are empty (their events are blocks), so it
+    // reads the open days' rows.
+    sql: `
+      create index watchtower_events_errors on watchtower_events (seq) where type = 'error' and user_id is not null;
+      create index watchtower_event_blocks_seqs on watchtower_event_blocks using gist (int8range(first_seq, last_seq, '[]'))
+        where user_id <> '';
+    `,
+  },
+  {
+    version: 13,
+    name: 'issue lease',
+    // Which instance groups issues, until when by the database's clock (Store.issueLease,
+    // lib/store/postgres-issue-feed.ts): one row per lease, taken or renewed by one statement.
+    sql: `
+      create table watchtower_leases (
+        name text primary key,
+        holder text not null,
+        expires timestamptz not null
+      );
+    `,
+  },
 ];

@@ -22,6 +22,7 @@ import {
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { compactClosedDays, DayPartCache, decodeDay, type SessionCount } from './postgres-compaction.ts';
 import { groupCommit } from './postgres-group-commit.ts';
+import { issueLease, safeHorizon, scanErrors } from './postgres-issue-feed.ts';
 import { isoBounds } from './filter.ts';
 import { MIGRATION_LOCK, MIGRATIONS, type Migration } from './postgres-migrations.ts';
 import {
@@ -49,6 +50,11 @@ export interface PostgresStoreOptions {
   maintenanceIntervalMs?: number;
   /** Bytes of decoded compacted rollup days kept in memory for stats (default 128 MiB). */
   rollupCacheBytes?: number;
+  /**
+   * How long the issue-grouping lease (Store.issueLease) lasts unless renewed (default 20 s): an
+   * instance that dies is taken over within this long.
+   */
+  issueLeaseMs?: number;
 }
 
 export const DEFAULT_CHANNEL = 'watchtower_events';
@@ -534,6 +540,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   let delivery: Promise<void> = Promise.resolve();
   let closed = false;
 
+  // Issue processing's feed (lib/store/postgres-issue-feed.ts).
+  const horizon = safeHorizon(sql);
+  const lease = issueLease(sql, instance, options.issueLeaseMs ?? 20_000, log);
+
   // Announced rows were just committed, so they were received today or yesterday (by this
   // instance's clock; the partitions of days after it are kept too): the bound spares the
   // planner every older partition. A row an instance stamped with a clock off by more than a day
@@ -899,6 +909,14 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       }
     },
 
+    async scanErrors(q) {
+      return guard('scanErrors', () => scanErrors(sql, horizon, q.userId === undefined ? q : { ...q, userId: col(q.userId)! }));
+    },
+
+    async issueLease() {
+      return !closed && (await lease.held());
+    },
+
     async stats(userId, now, range, projectId): Promise<Stats> {
       const user = col(userId)!, scope = col(scopeOf(projectId))!;
       // A bad range is a RangeError before any query.
@@ -979,6 +997,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     async close() {
       closed = true;
       clearInterval(maintenance);
+      await lease.release();
       await compacting;
       listener = null;
       if (pinger) clearInterval(pinger);

@@ -528,6 +528,7 @@ class Engine {
   async errors(q: ErrorScanQuery): Promise<ErrorScan> {
     const upTo = Math.min(q.upTo ?? Infinity, this.maxSeq);
     const limit = Math.max(0, Math.floor(q.limit));
+    // No room for an answer: nothing is covered (any error after `after` would be passed over).
     if (limit === 0) return { events: [], seqs: [], through: q.after, head: this.maxSeq };
     if (q.userId !== undefined) {
       const r = await this.seqRows({ userId: q.userId, type: 'error', afterSeq: q.after, maxSeq: upTo, order: 'oldest', limit });

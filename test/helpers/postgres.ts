@@ -74,6 +74,21 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   };
 }
 
+/** The databases of the stores openFreshPostgresStore opened, and how each closes without dropping it. */
+const fresh = new WeakMap<Store, { own: TestDatabase; closeStore: () => Promise<void> }>();
+
+/** A store on `own` whose close() drops the database too. */
+async function ownedStore(own: TestDatabase): Promise<Store> {
+  const store = await openPostgresStore({ url: own.url, connectTimeout: 3 });
+  const closeStore = store.close.bind(store);
+  fresh.set(store, { own, closeStore });
+  store.close = async () => {
+    await closeStore().catch(() => {});
+    await own.drop();
+  };
+  return store;
+}
+
 /**
  * A store factory for suites that run against every store (test/helpers/stores.ts): each store
  * gets a fresh database of its own, dropped when the store is closed.
@@ -81,15 +96,22 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 export async function openFreshPostgresStore(): Promise<Store> {
   const own = await createTestDatabase();
   try {
-    const store = await openPostgresStore({ url: own.url, connectTimeout: 3 });
-    const close = store.close.bind(store);
-    store.close = async () => {
-      await close().catch(() => {});
-      await own.drop();
-    };
-    return store;
+    return await ownedStore(own);
   } catch (err) {
     await own.drop();
     throw err;
   }
+}
+
+/**
+ * A restart of a store openFreshPostgresStore opened: closes it, keeping its database, and opens a
+ * new store on that database, which the new store's close() drops.
+ */
+export async function reopenFreshPostgresStore(store: Store): Promise<Store> {
+  const entry = fresh.get(store);
+  if (!entry) throw new Error('not a store of openFreshPostgresStore');
+  fresh.delete(store);
+  store.close = async () => {};
+  await entry.closeStore();
+  return ownedStore(entry.own);
 }
