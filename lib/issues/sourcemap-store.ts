@@ -4,6 +4,7 @@
 // indexed in memory for a few seconds, and map texts are cached by blob key within a memory bound
 // (a blob key is never reused, so a cached text is never stale).
 import { fnv1a64 } from './hash.ts';
+import { withoutQuery } from './stack.ts';
 import type { RecordStore } from '../records/types.ts';
 import { HttpError } from '../http.ts';
 import { MAX_SOURCE_MAP_BYTES, type SourceMapInfo, type SourceMapLookup, sourceMapNames, validateSourceMap } from './sourcemap.ts';
@@ -71,7 +72,7 @@ export class SourceMapStore {
   async upload(userId: string, project: string, upload: SourceMapUpload): Promise<SourceMapRecord> {
     const input = typeof upload.map === 'string' || upload.map instanceof Uint8Array ? upload.map : JSON.stringify(upload.map);
     const { text, info } = validateSourceMap(input, this.options.maxBytes ?? MAX_SOURCE_MAP_BYTES);
-    const url = upload.url.replace(/[?#].*$/, '');
+    const url = withoutQuery(upload.url);
     const id = fnv1a64(`${userId}\u0000${project}\u0000${upload.release}\u0000${url}`);
     const previous = await this.records.get<SourceMapRecord>(SOURCEMAP_KIND, id, userId);
     const record: SourceMapRecord = {
