@@ -97,7 +97,11 @@ const handler = createHandler({
   rateLimit: { rate: config.rateLimit, burst: config.rateBurst },
   trustProxy: config.trustProxy,
   keepBots: config.keepBots,
-  monitoring: { alerts: alertConfig, retentionDays: config.storage === 'memory' ? 0 : config.retentionDays },
+  monitoring: {
+    alerts: alertConfig,
+    retentionDays: config.storage === 'memory' ? 0 : config.retentionDays,
+    sourceMapQuotaBytes: config.sourceMapMaxMb * 1024 * 1024,
+  },
   log: (msg) => console.error(`[watchtower] ${msg}`),
 });
 
