@@ -4,7 +4,7 @@ import { json, type JsonReply } from '../http.ts';
 import { computeInsights } from '../insights.ts';
 import { evaluateQuery, parseDeveloperQuery, SCAN_LIMIT } from '../query.ts';
 import { requireIdentity, requireUser, type Context } from '../context.ts';
-import { sseResponse } from './stream.ts';
+import { sseResponse, streamParty } from './stream.ts';
 
 /** Insights cover this many of the user's most recent events (route latencies cover all of them). */
 export const INSIGHTS_WINDOW = 10_000;
@@ -13,7 +13,7 @@ export async function developerStream(request: Request, ctx: Context): Promise<R
   const { userId, expiresAt } = await requireIdentity(ctx, request);
   const last = request.headers.get('last-event-id') ?? new URL(request.url).searchParams.get('lastEventId');
   const lastEventId = last !== null && /^\d{1,20}$/.test(last) ? Number(last) : undefined;
-  return sseResponse(ctx, { userId, ids: true, lastEventId, closeAt: expiresAt });
+  return sseResponse(ctx, { userId, ids: true, lastEventId, closeAt: expiresAt, party: streamParty(userId, '') });
 }
 
 export async function insights(request: Request, ctx: Context): Promise<JsonReply> {
