@@ -18,15 +18,22 @@ export async function developerStream(request: Request, ctx: Context): Promise<R
 
 export async function insights(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
-  const [recent, stats] = await Promise.all([
-    ctx.store.list({ userId, limit: INSIGHTS_WINDOW }),
-    ctx.store.stats(userId, ctx.now()),
-  ]);
-  return json(computeInsights(recent.events, stats));
+  return ctx.queries.run(userId, async () => {
+    const [recent, stats] = await Promise.all([
+      ctx.store.list({ userId, limit: INSIGHTS_WINDOW }),
+      ctx.store.stats(userId, ctx.now()),
+    ]);
+    return json(computeInsights(recent.events, stats));
+  });
 }
 
 export async function query(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
+  // At most a few at once per user: each holds up to SCAN_LIMIT events while it runs.
+  return ctx.queries.run(userId, () => runQuery(request, ctx, userId));
+}
+
+async function runQuery(request: Request, ctx: Context, userId: string): Promise<JsonReply> {
   const q = parseDeveloperQuery(parseJson(await readBody(request, 64 * 1024)));
   // The store applies type, version and the time window, so the scan cap counts only events that
   // can match (a month back is reachable however much came since). The filter's `until` includes
