@@ -9,7 +9,9 @@ import { groupEvent, stripContentHash } from '../lib/issues/fingerprint.ts';
 import { sourceMapNames } from '../lib/issues/sourcemap.ts';
 import { displayFile, MAX_FRAMES, MAX_LINE, MAX_STACK_CHARS, MAX_STACK_LINES, parseStack, withoutAlias, withoutQuery } from '../lib/issues/stack.ts';
 import { topFrame } from '../lib/insights.ts';
-import { startServer } from './helpers/server.ts';
+import { spawn } from 'node:child_process';
+import process from 'node:process';
+import { ROOT, scriptCommand, startServer } from './helpers/server.ts';
 
 /** A small generator with a seed, so a failure can be replayed. */
 function random(seed: number) {
@@ -133,6 +135,24 @@ test('an adversarial stack costs about what an ordinary stack of its length cost
   assert.ok(top < Math.max(topBase, 0.05) * 5, `topFrame: ${top.toFixed(3)} ms against ${topBase.toFixed(3)} ms`);
 });
 
+/** Starts test/helpers/health-probe.ts against `url`; stop() ends it and resolves with its round trips (ms). */
+function healthProbe(url: string): { stop(): Promise<number[]> } {
+  const [cmd, args] = scriptCommand('test/helpers/health-probe.ts');
+  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, PROBE_URL: url }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (c) => (out += c));
+  child.stderr!.on('data', (c) => (out += c));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    async stop() {
+      child.stdin!.end();
+      const code = await exited;
+      assert.is(code, 0, `the probe failed: ${out}`);
+      return JSON.parse(out.trim().split('\n').pop()!) as number[];
+    },
+  };
+}
+
 test('a health check never waits > 200 ms while adversarial stacks are grouped', async () => {
   const server = await startServer();
   try {
@@ -147,18 +167,9 @@ test('a health check never waits > 200 ms while adversarial stacks are grouped',
       })),
     }));
     const sent = 16 * 16;
-    let done = false;
-    const waits: number[] = [];
-    const probe = (async () => {
-      while (!done) {
-        const t = performance.now();
-        const res = await fetch(`${server.url}/api/health`);
-        await res.arrayBuffer();
-        waits.push(performance.now() - t);
-        assert.is(res.status, 200);
-        await new Promise((r) => setTimeout(r, 10));
-      }
-    })();
+    // The health checks run from a process of their own (the probe), measuring the server alone.
+    const probe = healthProbe(server.url);
+    await new Promise((r) => setTimeout(r, 300));
     // A sustained flood: a batch every 100 ms, so each of the processor's runs (every 0.5 s) groups
     // about five batches. (A run groups up to 500 events without yielding: 500 events of 60 KB take
     // a few hundred ms whatever their stacks hold, which is the processor's to bound.)
@@ -175,11 +186,10 @@ test('a health check never waits > 200 ms while adversarial stacks are grouped',
       const res = await fetch(`${server.url}/api/issues?limit=1000`, { headers: user });
       grouped = ((await res.json()) as { issues: { count: number }[] }).issues.reduce((n, i) => n + i.count, 0);
     }
-    done = true;
-    await probe;
+    const waits = await probe.stop();
     assert.is(grouped, sent, 'every error was grouped');
-    assert.ok(waits.length >= 10, `${waits.length} health checks`);
-    const worst = Math.max(...waits);
+    assert.ok(waits.length >= 20, `${waits.length} health checks`);
+    const worst = Math.max(...waits.slice(1)); // the first one opens the connection
     assert.ok(worst < 200, `the slowest of ${waits.length} health checks took ${worst.toFixed(0)} ms`);
   } finally {
     await server.stop();
