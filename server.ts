@@ -98,8 +98,13 @@ const handler = createHandler({
   rateLimit: { rate: config.rateLimit, burst: config.rateBurst },
   trustProxy: config.trustProxy,
   keepBots: config.keepBots,
-  // node:dns on all three runtimes: webhook destinations are checked on what their host names resolve to.
-  monitoring: { alerts: alertConfig, resolveHost, retentionDays: config.storage === 'memory' ? 0 : config.retentionDays },
+  monitoring: {
+    alerts: alertConfig,
+    // node:dns on all three runtimes: webhook destinations are checked on what their host names resolve to.
+    resolveHost,
+    retentionDays: config.storage === 'memory' ? 0 : config.retentionDays,
+    sourceMapQuotaBytes: config.sourceMapMaxMb * 1024 * 1024,
+  },
   log: (msg) => console.error(`[watchtower] ${msg}`),
 });
 

@@ -34,6 +34,8 @@ export interface Config {
   trustProxy: boolean;
   /** SERVICE_KEEP_BOTS=true: store events from bot user agents instead of dropping them. */
   keepBots: boolean;
+  /** SERVICE_SOURCEMAP_MAX_MB: source map text one project may hold, MiB. */
+  sourceMapMaxMb: number;
 }
 
 export class ConfigError extends Error {
@@ -44,6 +46,8 @@ export class ConfigError extends Error {
 }
 
 export const DEFAULT_DB_PATH = 'data/prototype_1/watchtower.sqlite';
+/** Source map text a project may hold by default, MiB (lib/issues/sourcemap-store.ts). */
+export const DEFAULT_SOURCEMAP_MAX_MB = 100;
 
 type Env = Record<string, string | undefined>;
 
@@ -137,6 +141,7 @@ export function loadConfig(env: Env, projectRoot: string): Config {
     rateBurst: integer(env, 'SERVICE_RATE_BURST', 2000, 1, 10_000_000),
     trustProxy: boolean(env, 'SERVICE_TRUST_PROXY'),
     keepBots: boolean(env, 'SERVICE_KEEP_BOTS'),
+    sourceMapMaxMb: integer(env, 'SERVICE_SOURCEMAP_MAX_MB', DEFAULT_SOURCEMAP_MAX_MB, 1, 1_000_000),
   };
 }
 

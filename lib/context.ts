@@ -2,6 +2,7 @@
 import type { Authenticator } from './auth.ts';
 import type { StoredEvent } from './event.ts';
 import type { Hub } from './hub.ts';
+import type { InFlight } from './inflight.ts';
 import type { Monitor } from './monitor.ts';
 import type { RecordStore } from './records/types.ts';
 import type { Projects } from './projects.ts';
@@ -34,6 +35,8 @@ export interface Context {
   /** Built page scripts and the generated client configuration. */
   assetsRoot: string;
   limiter: RateLimiter;
+  /** Developer queries and insights under way, per user (lib/inflight.ts). */
+  queries: InFlight;
   /** Take the client address from X-Forwarded-For (only behind a proxy you run). */
   trustProxy: boolean;
   /** Store events whose User-Agent is a bot's (README "Bots"); by default they are dropped. */

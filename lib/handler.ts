@@ -5,6 +5,7 @@ import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { Context, Route, RouteRequest, ServeInfo } from './context.ts';
 import { createRateLimiter, type RateLimitOptions } from './ratelimit.ts';
 import { createHub, type Hub } from './hub.ts';
+import { InFlight } from './inflight.ts';
 import { CORS_HEADERS, HttpError, JsonReply, NOSNIFF, toErrorResponse, toResponse } from './http.ts';
 import { modulePath, type FileAccess } from './static.ts';
 import { beacon, exportEvents, ingest, listEvents } from './routes/events.ts';
@@ -63,6 +64,8 @@ export interface HandlerDeps {
    * /api/events and /api/beacon; by default they are dropped (SERVICE_KEEP_BOTS, README "Bots").
    */
   keepBots?: boolean;
+  /** Developer queries and insights one user may have running at once (default 2). */
+  queriesPerUser?: number;
 }
 
 /** The fetch handler; `R` is `Response | null` when it was created with `fallthrough: true`. */
@@ -112,6 +115,7 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
     sdkRoot: withSlash(deps.sdkRoot ?? dir('../dist/sdk/')),
     assetsRoot: withSlash(deps.assetsRoot ?? dir('../dist/assets/')),
     limiter: createRateLimiter(deps.rateLimit ?? { rate: 1000, burst: 2000 }),
+    queries: new InFlight(deps.queriesPerUser),
     trustProxy: deps.trustProxy ?? false,
     keepBots: deps.keepBots ?? false,
     botsDropped: 0,

@@ -15,6 +15,12 @@ export interface HubOptions {
   maxBacklogBytes?: number;
   /** At most this many open streams; past it subscribe() returns null (the route answers 503). */
   maxSubscribers?: number;
+  /**
+   * At most this many open streams per party (Subscription.party: a user, or the address of a
+   * client nobody identified), so that one party cannot take every stream; past it subscribe()
+   * returns null (the route answers 429).
+   */
+  maxPerParty?: number;
   /** Messages kept per user for `Last-Event-ID` replay on the developer stream. */
   historyPerUser?: number;
   /** Users whose history is kept (the least recently active are forgotten first). */
@@ -30,10 +36,13 @@ export interface Subscription {
   lastEventId?: number;
   /** Close the stream at this time (ms since the epoch): when the subscriber's token expires. */
   closeAt?: number;
+  /** Who the stream counts against for HubOptions.maxPerParty; absent: nobody (not bounded per party). */
+  party?: string;
 }
 
 interface Subscriber {
   userId: string | null;
+  party?: string;
   ids: boolean;
   expiry?: ReturnType<typeof setTimeout>;
   controller: ReadableStreamDefaultController<Uint8Array>;
@@ -41,11 +50,18 @@ interface Subscriber {
 }
 
 export interface Hub {
+  /** A new stream, or null when the process holds maxSubscribers streams or the party maxPerParty. */
   subscribe(sub: Subscription): ReadableStream<Uint8Array> | null;
   publish(events: readonly StoredEvent[]): void;
   readonly size: number;
+  /** Streams open for a party, and the most it may have open. */
+  openFor(party: string): number;
+  readonly maxPerParty: number;
   close(): void;
 }
+
+/** Open streams per party by default: a dashboard tab holds one. */
+export const MAX_STREAMS_PER_PARTY = 100;
 
 const encoder = new TextEncoder();
 /** Reconnection hint sent first; also makes the response start at once. */
@@ -77,9 +93,11 @@ export function createHub(options: HubOptions = {}): Hub {
   const coalesceMs = options.coalesceMs ?? 20;
   const maxBacklog = options.maxBacklogBytes ?? 4 * 1024 * 1024;
   const maxSubscribers = options.maxSubscribers ?? 10_000;
+  const maxPerParty = options.maxPerParty ?? MAX_STREAMS_PER_PARTY;
   const historyPerUser = options.historyPerUser ?? 200;
   const historyUsers = options.historyUsers ?? 10_000;
   const subscribers = new Set<Subscriber>();
+  const perParty = new Map<string, number>();
   const history = new Map<string, Past[]>();
   // Ids start from the clock so they keep increasing across restarts of the process.
   let seq = Date.now() * 1000;
@@ -87,7 +105,12 @@ export function createHub(options: HubOptions = {}): Hub {
   let flushTimer: ReturnType<typeof setTimeout> | undefined;
 
   const drop = (s: Subscriber) => {
-    subscribers.delete(s);
+    if (!subscribers.delete(s)) return;
+    if (s.party !== undefined) {
+      const n = (perParty.get(s.party) ?? 1) - 1;
+      if (n > 0) perParty.set(s.party, n);
+      else perParty.delete(s.party);
+    }
     if (s.expiry !== undefined) clearTimeout(s.expiry);
     if (subscribers.size === 0 && keepAlive !== undefined) {
       clearInterval(keepAlive);
@@ -130,12 +153,14 @@ export function createHub(options: HubOptions = {}): Hub {
   return {
     subscribe(sub) {
       if (subscribers.size >= maxSubscribers) return null;
+      if (sub.party !== undefined && (perParty.get(sub.party) ?? 0) >= maxPerParty) return null;
       let self: Subscriber;
       return new ReadableStream<Uint8Array>(
         {
           start(controller) {
-            self = { userId: sub.userId, ids: sub.ids ?? false, controller, pending: [] };
+            self = { userId: sub.userId, party: sub.party, ids: sub.ids ?? false, controller, pending: [] };
             subscribers.add(self);
+            if (sub.party !== undefined) perParty.set(sub.party, (perParty.get(sub.party) ?? 0) + 1);
             controller.enqueue(PREAMBLE);
             if (sub.closeAt !== undefined) {
               self.expiry = unref(setTimeout(() => {
@@ -194,6 +219,10 @@ export function createHub(options: HubOptions = {}): Hub {
     get size() {
       return subscribers.size;
     },
+    openFor(party) {
+      return perParty.get(party) ?? 0;
+    },
+    maxPerParty,
     close() {
       if (flushTimer !== undefined) clearTimeout(flushTimer);
       flush();

@@ -43,7 +43,10 @@ export function topFrame(stack: unknown): string | null {
   for (const raw of stack.split('\n')) {
     const line = raw.trim();
     if (line.startsWith('at ')) return line.slice(3);
-    if (/@.+:\d+/.test(line)) return line;
+    // "@", then at least one character, then ":" and a digit. (Not /@.+:\d+/: on a line of "@"s
+    // every "@" scans to the end, quadratic in the line's length.)
+    const at = line.indexOf('@');
+    if (at >= 0 && /:\d/.test(line.slice(at + 2))) return line;
   }
   return null;
 }

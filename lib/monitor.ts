@@ -24,6 +24,8 @@ export interface MonitorOptions {
   mailer?: Mailer | null;
   /** Issues without an event for this many days are deleted (the event store's retention); 0 keeps them. */
   retentionDays?: number;
+  /** Source map text one project may hold, bytes (SERVICE_SOURCEMAP_MAX_MB; default 100 MiB). */
+  sourceMapQuotaBytes?: number;
   /** How often queued events are grouped, and alerts evaluated (ms). */
   processEveryMs?: number;
   alertTickMs?: number;
@@ -66,7 +68,7 @@ export function createMonitor(store: Store, records: RecordStore, deps: { now: (
     : config.smtpUrl && config.alertFrom ? createSmtpMailer({ url: config.smtpUrl, from: config.alertFrom }) : null;
   const days = options.retentionDays ?? 0;
   const issues = new RecordIssueStore(records, { retentionMs: days > 0 ? days * 86_400_000 : undefined });
-  const sourceMaps = new SourceMapStore(records, { now: deps.now });
+  const sourceMaps = new SourceMapStore(records, { now: deps.now, projectQuotaBytes: options.sourceMapQuotaBytes });
   const metrics = new RecentMetrics();
   const alerts = new AlertService({
     records,

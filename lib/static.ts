@@ -78,8 +78,10 @@ export async function serveFile(urlPath: string, request: Request, options: Stat
   let info = await files.stat(path);
   if (info?.isDirectory) {
     if (!urlPath.endsWith('/')) {
-      // The request's own path, so the redirect is right wherever the handler is mounted.
-      const location = new URL(request.url).pathname + '/';
+      // The request's own path, so the redirect is right wherever the handler is mounted, with runs
+      // of slashes and backslashes (browsers read `\` as `/`) made one `/`: a Location starting
+      // `//` or `/\` is another host to a browser (`GET //issues` would send it to http://issues/).
+      const location = sameOriginPath(new URL(request.url).pathname) + '/';
       return new Response(null, { status: 301, headers: { location, ...CORS_HEADERS } });
     }
     path += (rel ? '/' : '') + 'index.html';
@@ -97,4 +99,10 @@ export async function serveFile(urlPath: string, request: Request, options: Stat
   if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers });
   const body = request.method === 'HEAD' ? null : await files.readFile(path);
   return new Response(body, { status: 200, headers });
+}
+
+/** A path with every run of `/` and `\` made one `/`: never `//host` or `/\host`, always this origin's. */
+export function sameOriginPath(path: string): string {
+  const collapsed = path.replace(/[/\\]+/g, '/');
+  return collapsed.startsWith('/') ? collapsed : '/' + collapsed;
 }

@@ -283,4 +283,25 @@ test('POST /api/alerts/:id/test sends a test on every channel; without SMTP_URL 
   }
 });
 
+test('test notifications: 5 a minute per user, then 429 too_many_tests with Retry-After', async () => {
+  const hook = await webhookReceiver();
+  const s = await setup();
+  try {
+    const { body: { alert } } = await s.call('POST', '/api/alerts', { on: 'new_issue', webhook: hook.url });
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await s.call('POST', `/api/alerts/${alert.id}/test`)).status);
+    assert.equal(statuses, [202, 202, 202, 202, 202, 429]);
+    const res = await s.send('POST', `/api/alerts/${alert.id}/test`, { headers: s.as('u1') });
+    assert.equal([res.status, res.headers.get('retry-after'), (await res.json()).code], [429, '12', 'too_many_tests']);
+    assert.is((await s.call('POST', `/api/alerts/${alert.id}/test`, undefined, 'u2')).status, 404, "another user's rule is still a 404");
+    s.clock.now += 12_000;
+    assert.is((await s.call('POST', `/api/alerts/${alert.id}/test`)).status, 202, 'one more after 12 s');
+    await s.settle();
+    assert.is(hook.received.length, 6);
+  } finally {
+    await s.handler.close();
+    await hook.close();
+  }
+});
+
 test.run();

@@ -16,6 +16,7 @@ test('defaults: port 3000, sqlite at the default path, no owner, no provider', (
   assert.is(c.trustHeader, true, 'no provider → header trust');
   assert.equal(c.authorizedParties, []);
   assert.is(c.keepBots, false, 'bots are dropped unless asked');
+  assert.is(c.sourceMapMaxMb, 100);
 });
 
 test('every variable is read', () => {
@@ -26,13 +27,13 @@ test('every variable is read', () => {
       DEFAULT_INGEST_OWNER_USER_ID: 'user_1', SERVICE_TRUST_USER_HEADER: 'true',
       IDP_JWT_ISSUER: 'https://idp.example/', IDP_JWKS_URL: 'https://idp.example/keys', IDP_AUTHORIZED_PARTIES: 'a, b',
       IDP_PUBLISHABLE_KEY: 'pk_test_' + btoa('idp.example$'), SERVICE_RATE_LIMIT: '0', SERVICE_RATE_BURST: '5', SERVICE_TRUST_PROXY: 'true',
-      SERVICE_KEEP_BOTS: '1',
+      SERVICE_KEEP_BOTS: '1', SERVICE_SOURCEMAP_MAX_MB: '250',
     },
     root,
   );
   assert.equal(
-    [c.port, c.host, c.storage, c.dbPath, c.bufferSize, c.retentionDays, c.maxEvents, c.defaultOwner, c.trustUserHeaderForced, c.issuer, c.jwksUrl, c.authorizedParties, c.publishableKey, c.rateLimit, c.rateBurst, c.trustProxy, c.keepBots],
-    [8080, '127.0.0.1', 'memory', '/var/lib/wt.sqlite', 50, 7, 1000, 'user_1', true, 'https://idp.example', 'https://idp.example/keys', ['a', 'b'], 'pk_test_' + btoa('idp.example$'), 0, 5, true, true],
+    [c.port, c.host, c.storage, c.dbPath, c.bufferSize, c.retentionDays, c.maxEvents, c.defaultOwner, c.trustUserHeaderForced, c.issuer, c.jwksUrl, c.authorizedParties, c.publishableKey, c.rateLimit, c.rateBurst, c.trustProxy, c.keepBots, c.sourceMapMaxMb],
+    [8080, '127.0.0.1', 'memory', '/var/lib/wt.sqlite', 50, 7, 1000, 'user_1', true, 'https://idp.example', 'https://idp.example/keys', ['a', 'b'], 'pk_test_' + btoa('idp.example$'), 0, 5, true, true, 250],
   );
 });
 
@@ -56,6 +57,8 @@ test('invalid values name their variable', () => {
   rejects({ SERVICE_STORAGE: 'mongo' }, 'SERVICE_STORAGE');
   rejects({ SERVICE_P1_DB: 'relative/file.sqlite' }, 'SERVICE_P1_DB');
   rejects({ SERVICE_BUFFER_SIZE: '0' }, 'SERVICE_BUFFER_SIZE');
+  rejects({ SERVICE_SOURCEMAP_MAX_MB: '0' }, 'SERVICE_SOURCEMAP_MAX_MB');
+  rejects({ SERVICE_SOURCEMAP_MAX_MB: '1.5' }, 'SERVICE_SOURCEMAP_MAX_MB');
   rejects({ SERVICE_TRUST_USER_HEADER: 'yes please' }, 'SERVICE_TRUST_USER_HEADER');
   rejects({ IDP_JWT_ISSUER: 'not a url' }, 'IDP_JWT_ISSUER');
   rejects({ IDP_JWKS_URL: 'ftp://x' }, 'IDP_JWKS_URL');

@@ -90,6 +90,20 @@ test('CSV: quoting, line ends, and cells a spreadsheet would run as formulas wri
   for (const f of ['=1+1', '+1', '-1', '@SUM(A1)', '\t=1', '\r=1']) assert.is(csvCell(f)[0] === '"' ? csvCell(f)[1] : csvCell(f)[0], "'", f);
   assert.is(csvCell('=HYPERLINK("http://x","y")'), `"'=HYPERLINK(""http://x"",""y"")"`);
   assert.is(toCsv(['a', 'b'], [[1, 'x'], ['-2', null]]), "a,b\r\n1,x\r\n'-2,\r\n");
+  // After leading white space of any kind, and in their full-width forms, = + - @ still start a formula.
+  const spaces = [' ', '\t', '\r', '\n', '\u00a0', '\u2000', '\u2005', '\u200a', '\u3000', '\ufeff', '\u202f', '\u205f', '\u1680', '\u2028', '\u200b', '\u2060', '\u180e'];
+  const starts = ['=', '+', '-', '@', '\uff1d', '\uff0b', '\uff0d', '\uff20'];
+  const unquoted = (cell: string) => (cell.startsWith('"') ? cell.slice(1, -1).replace(/""/g, '"') : cell);
+  for (const space of ['', ...spaces]) {
+    for (const start of starts) {
+      for (const text of [`${space}${start}1+1`, `${space}${space}${start}cmd|' /C calc'!A0`]) {
+        assert.is(unquoted(csvCell(text)), `'${text}`, JSON.stringify(text));
+      }
+    }
+  }
+  for (const text of ['\tplain', '\rplain']) assert.is(unquoted(csvCell(text)), `'${text}`, JSON.stringify(text));
+  // Text that only looks close stays as it is.
+  for (const text of [' plain', '\u00a0x', 'a=1', 'x-1', 'user@example.com', '\uff41', '１+1', '']) assert.is(unquoted(csvCell(text)), text, JSON.stringify(text));
 });
 
 test('an NDJSON export becomes CSV chunk by chunk, lines split across chunks included', async () => {

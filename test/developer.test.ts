@@ -3,6 +3,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fingerprint, normaliseMessage, topFrame } from '../lib/insights.ts';
 import { app, dataFrames, readUntil } from './helpers/app.ts';
+import { MAX_QUERIES_PER_USER } from '../lib/inflight.ts';
+import { createMemoryStore } from '../lib/store/memory.ts';
+import type { Store } from '../lib/store/types.ts';
 
 const stackA = 'TypeError: x is undefined\n    at render (https://shop.test/app.js:10:5)\n    at main (https://shop.test/app.js:50:1)';
 const stackB = 'TypeError: x is undefined\n    at checkout (https://shop.test/cart.js:3:9)';
@@ -119,6 +122,35 @@ test('query: unknown fields, SQL fragments and oversized limits are 400 with a m
     assert.is(res.status, 400, JSON.stringify(body));
     assert.match((await res.json()).error, /Invalid query/, JSON.stringify(body));
   }
+});
+
+test('queries and insights: at most 2 running at once per user, then 429 too_many_queries', async () => {
+  assert.is(MAX_QUERIES_PER_USER, 2);
+  // A store whose reads wait until released, so that queries stay under way.
+  const memory = createMemoryStore();
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const store: Store = { ...memory, list: async (q) => (await gate, memory.list(q)), stats: async (u, n) => (await gate, memory.stats(u, n)) } as Store;
+  const { send, as } = app({ store });
+  const query = (user: string) => send('POST', '/api/developer/query', { headers: as(user), body: { groupBy: ['type'] } });
+  const running = [query('u1'), send('GET', '/api/developer/insights', { headers: as('u1') })];
+  await new Promise((r) => setTimeout(r, 20));
+  // Answered at once, not held back behind the gate.
+  const atOnce = (p: Promise<Response>) => Promise.race([p, new Promise<null>((r) => setTimeout(() => r(null), 1000))]);
+  for (const refused of [await atOnce(query('u1')), await atOnce(send('GET', '/api/developer/insights', { headers: as('u1') }))]) {
+    assert.ok(refused, 'a third query or insights of u1 is answered at once');
+    assert.is(refused.status, 429);
+    assert.is(refused.headers.get('retry-after'), '1');
+    assert.is((await refused.json()).code, 'too_many_queries');
+  }
+  const other = query('u2');
+  release();
+  assert.equal((await Promise.all([...running, other])).map((r) => r.status), [200, 200, 200], "another user's query is not held back");
+  assert.is((await query('u1')).status, 200, 'finished queries free their place');
+  const bad = await send('POST', '/api/developer/query', { headers: as('u1'), body: { nope: 1 } });
+  assert.is(bad.status, 400);
+  assert.is((await query('u1')).status, 200, 'a refused query frees its place too');
+  assert.is((await query('u1')).status, 200);
 });
 
 test('developer stream: numbered messages, own events only, Last-Event-ID replay', async () => {

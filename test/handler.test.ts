@@ -6,6 +6,7 @@ import { app, BASE, runtimeFiles } from './helpers/app.ts';
 import { tempSqliteStore } from './helpers/stores.ts';
 import { createHandler } from '../lib/handler.ts';
 import { createMemoryStore } from '../lib/store/memory.ts';
+import { sameOriginPath } from '../lib/static.ts';
 
 test('POST /api/events with one event', async () => {
   const { send, as } = app();
@@ -319,6 +320,20 @@ test('pages: / redirects to /landing/; /dashboard serves; traversal refused', as
   }
   const etag = landing.headers.get('etag') ?? '';
   assert.is((await send('GET', '/landing/', { headers: { 'if-none-match': etag } })).status, 304);
+});
+
+test('pages: a directory redirect collapses repeated slashes and backslashes, so it never names another host', async () => {
+  const { handler } = app();
+  const get = (url: string) => handler(new Request(url));
+  for (const [path, location] of [['//issues', '/issues/'], ['/\\issues', '/issues/'], ['///login', '/login/'], ['//\\//alerts', '/alerts/'], ['/landing', '/landing/']]) {
+    const res = await get(BASE + path);
+    assert.is(res.status, 301, path);
+    assert.is(res.headers.get('location'), location, path);
+  }
+  const mounted = app({ basePath: '/telemetry' }).handler;
+  const res = await mounted(new Request(`${BASE}/telemetry//issues`));
+  assert.equal([res.status, res.headers.get('location')], [301, '/telemetry/issues/']);
+  assert.is(sameOriginPath('a//b\\\\c'), '/a/b/c');
 });
 
 test('basePath: every route, page and the root redirect live below it; other paths are 404', async () => {

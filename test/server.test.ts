@@ -185,6 +185,32 @@ test('server.ts: PORT=abc stops at start with one line naming the variable', asy
   assert.is(output.trim().split('\n').length, 1, output);
 });
 
+/** Sends `head` as it is on a fresh connection and resolves with the answer's text. */
+function rawRequest(port: number, head: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    socket.on('data', (c) => (text += c));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+    socket.write(head);
+  });
+}
+
+test('server.ts: a page redirect stays on this origin however many slashes and backslashes the path has', async () => {
+  const server = await startServer();
+  try {
+    const cases: [string, string][] = [['/landing', '/landing/'], ['//issues', '/issues/'], ['/\\issues', '/issues/'], ['///\\//login', '/login/'], ['/\\/\\alerts', '/alerts/']];
+    for (const [path, location] of cases) {
+      const answer = await rawRequest(server.port, `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n`);
+      assert.match(answer, /^HTTP\/1\.1 301 /, `${path}: ${answer.slice(0, 200)}`);
+      assert.is(/\r\nlocation: ([^\r]*)/i.exec(answer)?.[1], location, path);
+    }
+  } finally {
+    await server.stop();
+  }
+});
+
 test('server.ts: serves, then SIGTERM shuts down gracefully with open streams', async () => {
   const server = await startServer();
   const stream = await fetch(`${server.url}/api/events/stream`);

@@ -8,6 +8,8 @@ import { app } from './helpers/app.ts';
 import { type Bundle, buildApp, lineOf } from './helpers/bundle.ts';
 import { createMemoryRecords } from '../lib/records/memory.ts';
 import { MAX_SOURCE_MAP_BYTES } from '../lib/issues/sourcemap.ts';
+import { DEFAULT_PROJECT_QUOTA_BYTES, MAX_MAPS_PER_PROJECT, SourceMapStore } from '../lib/issues/sourcemap-store.ts';
+import { startServer } from './helpers/server.ts';
 
 let bundle: Bundle;
 /** The stack of the bundle's error, as a browser at https://shop.example.com/assets/ would report it. */
@@ -23,11 +25,21 @@ test.before(async () => {
 });
 test.after(() => bundle?.remove());
 
-async function setup() {
+async function setup(monitoring: { sourceMapQuotaBytes?: number } = {}) {
   const records = createMemoryRecords();
-  await records.put([{ kind: 'project', id: '7', userId: 'u1', body: { name: 'shop' } }, { kind: 'project', id: '8', userId: 'u2', body: { name: 'blog' } }]);
-  return { records, ...app({ records }) };
+  await records.put([
+    { kind: 'project', id: '7', userId: 'u1', body: { name: 'shop' } },
+    { kind: 'project', id: '8', userId: 'u2', body: { name: 'blog' } },
+    { kind: 'project', id: '9', userId: 'u1', body: { name: 'admin' } },
+  ]);
+  return { records, ...app({ records, monitoring }) };
 }
+
+/** The bundle's map with `pad` more bytes of source text (still a valid map). */
+const padded = (pad: number) => {
+  const map = JSON.parse(bundle.map);
+  return JSON.stringify({ ...map, sourcesContent: map.sourcesContent.map((s: string, i: number) => (i === 0 ? s + '\n//' + 'x'.repeat(pad) : s)) });
+};
 
 test('upload, list and delete the maps of a project; anyone else\'s project is a 404', async () => {
   const { send, as } = await setup();
@@ -83,6 +95,78 @@ test('a 20 MB map is accepted', async () => {
   const res = await send('POST', '/api/projects/7/sourcemaps', { headers: as('u1'), body: { release: '9', url: '~/big.js', map: large } });
   assert.is(res.status, 201);
   assert.ok((await res.json()).sourceMap.bytes > 20 * 1024 * 1024);
+});
+
+test('a project holds source maps up to its quota: 413 past it, a replaced map counts once, a deletion frees room', async () => {
+  const one = padded(100_000);
+  const { send, as } = await setup({ sourceMapQuotaBytes: 2.5 * one.length });
+  const upload = async (project: string, release: string, map = one, url = '~/app.js') => {
+    const res = await send('POST', `/api/projects/${project}/sourcemaps`, { headers: as('u1'), body: { release, url, map } });
+    return { status: res.status, body: await res.json() };
+  };
+  const first = await upload('7', '1');
+  assert.is(first.status, 201);
+  assert.is((await upload('7', '2')).status, 201);
+  const over = await upload('7', '3');
+  assert.equal([over.status, over.body.code], [413, 'source_map_quota_exceeded']);
+  assert.match(over.body.error, /quota/);
+  // The same release and URL again replaces its map: it counts once, so it fits.
+  for (let i = 0; i < 3; i++) assert.is((await upload('7', '1')).status, 201, 'a re-upload replaces');
+  assert.is((await upload('9', '1')).status, 201, "another project has its own quota");
+  const list = await (await send('GET', '/api/projects/7/sourcemaps', { headers: as('u1') })).json();
+  assert.equal(list.quota, { bytes: 2 * one.length, maxBytes: 2.5 * one.length, maps: 2, maxMaps: MAX_MAPS_PER_PROJECT });
+  assert.is((await send('DELETE', `/api/projects/7/sourcemaps/${first.body.sourceMap.id}`, { headers: as('u1') })).status, 200);
+  assert.is((await upload('7', '3')).status, 201, 'room again after a deletion');
+  // Two uploads at once that fit only one at a time: one is refused.
+  const both = await Promise.all([upload('9', '5'), upload('9', '6')]);
+  assert.equal(both.map((r) => r.status).sort(), [201, 413]);
+});
+
+test('a project holds at most MAX_MAPS_PER_PROJECT maps: 409 too_many_source_maps; the default quota is 100 MiB', async () => {
+  assert.is(DEFAULT_PROJECT_QUOTA_BYTES, 100 * 1024 * 1024);
+  const store = new SourceMapStore(createMemoryRecords(), { maxMapsPerProject: 3 });
+  const tiny = { version: 3, sources: ['a.js'], mappings: 'AAAA' };
+  for (const release of ['1', '2', '3']) await store.upload('u1', '7', { release, url: '~/a.js', map: tiny });
+  try {
+    await store.upload('u1', '7', { release: '4', url: '~/a.js', map: tiny });
+    assert.unreachable('a fourth map');
+  } catch (e) {
+    assert.equal([(e as { status: number }).status, (e as { code: string }).code], [409, 'too_many_source_maps']);
+  }
+  await store.upload('u1', '7', { release: '3', url: '~/a.js', map: tiny });
+  await store.upload('u1', '8', { release: '4', url: '~/a.js', map: tiny });
+  assert.equal(await store.usage('u1', '7'), { bytes: 3 * JSON.stringify(tiny).length, maxBytes: DEFAULT_PROJECT_QUOTA_BYTES, maps: 3, maxMaps: 3 });
+});
+
+test("deleting a project deletes its source maps and their text", async () => {
+  const records = createMemoryRecords();
+  const { send, as } = app({ records });
+  const project = await (await send('POST', '/api/projects', { headers: as('u1'), body: { name: 'shop' } })).json();
+  const kept = await (await send('POST', '/api/projects', { headers: as('u1'), body: { name: 'blog' } })).json();
+  for (const p of [project, kept]) {
+    const res = await send('POST', `/api/projects/${p.id}/sourcemaps`, { headers: as('u1'), body: { release: '1', url: '~/app.js', map: bundle.map } });
+    assert.is(res.status, 201);
+  }
+  const before = (await records.list<{ project: string; blob: string }>('sourcemap', 'u1')).map((r) => r.body);
+  assert.is(before.length, 2);
+  assert.is((await send('DELETE', `/api/projects/${project.id}`, { headers: as('u1') })).status, 200);
+  const after = (await records.list<{ project: string }>('sourcemap', 'u1')).map((r) => r.body.project);
+  assert.equal(after, [kept.id]);
+  assert.is(await records.getBlob(before.find((m) => m.project === project.id)!.blob), null, 'the text is gone too');
+});
+
+test('SERVICE_SOURCEMAP_MAX_MB bounds what a project of the real server holds', async () => {
+  const server = await startServer({ SERVICE_SOURCEMAP_MAX_MB: '1' });
+  try {
+    const headers = { 'x-idp-user-id': 'u1', 'content-type': 'application/json' };
+    const project = await (await fetch(`${server.url}/api/projects`, { method: 'POST', headers, body: JSON.stringify({ name: 'shop' }) })).json();
+    const upload = (release: string) => fetch(`${server.url}/api/projects/${project.id}/sourcemaps`, { method: 'POST', headers, body: JSON.stringify({ release, url: '~/app.js', map: padded(600_000) }) });
+    assert.is((await upload('1')).status, 201);
+    const over = await upload('2');
+    assert.equal([over.status, (await over.json()).code], [413, 'source_map_quota_exceeded']);
+  } finally {
+    await server.stop();
+  }
 });
 
 test('errors of a release with a map: grouped and shown by their original frames; another release stays minified', async () => {

@@ -1,7 +1,7 @@
 // The live stream (docs/api.md#stream, #sse-framing), through the handler and directly on the hub.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createHub } from '../lib/hub.ts';
+import { createHub, MAX_STREAMS_PER_PARTY } from '../lib/hub.ts';
 import { normalise } from '../lib/event.ts';
 import { app, dataFrames, readUntil } from './helpers/app.ts';
 
@@ -113,6 +113,38 @@ test('hub: the stream cap answers 503', async () => {
   assert.is(second.status, 503);
   assert.ok(second.headers.get('retry-after'));
   await first.body!.cancel();
+  assert.is(handler.hub.size, 0);
+});
+
+test('streams per user (or, unidentified, per client address) are bounded: 429 too_many_user_streams', async () => {
+  assert.is(createHub().maxPerParty, MAX_STREAMS_PER_PARTY);
+  assert.is(MAX_STREAMS_PER_PARTY, 100);
+  const { handler, as } = app({ hub: createHub({ maxPerParty: 2 }) });
+  const open = (path: string, headers: Record<string, string> = {}, address = '10.0.0.1') =>
+    handler(new Request(`http://x${path}`, { headers }), { remoteAddr: { hostname: address } });
+  const mine = [await open('/api/events/stream', as('u1')), await open('/api/developer/stream', as('u1'))];
+  assert.equal(mine.map((r) => r.status), [200, 200]);
+  for (const path of ['/api/events/stream', '/api/developer/stream']) {
+    const refused = await open(path, as('u1'), '10.0.0.9');
+    assert.is(refused.status, 429, path);
+    assert.is(refused.headers.get('retry-after'), '10');
+    const body = await refused.json();
+    assert.is(body.code, 'too_many_user_streams');
+    assert.match(body.error, /This user already has 2 open live streams/);
+  }
+  const other = await open('/api/events/stream', as('u2'));
+  assert.is(other.status, 200, "another user's streams are not counted with u1's");
+  // Nobody identified: counted per client address.
+  const anon = [await open('/api/events/stream'), await open('/api/events/stream')];
+  const third = await open('/api/events/stream');
+  assert.equal([third.status, (await third.json()).code], [429, 'too_many_user_streams']);
+  const elsewhere = await open('/api/events/stream', {}, '10.0.0.2');
+  assert.is(elsewhere.status, 200);
+  // A stream closed frees its place.
+  await mine[0].body!.cancel();
+  const again = await open('/api/events/stream', as('u1'));
+  assert.is(again.status, 200);
+  for (const r of [mine[1], other, ...anon, elsewhere, again]) await r.body!.cancel();
   assert.is(handler.hub.size, 0);
 });
 

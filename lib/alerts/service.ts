@@ -8,6 +8,7 @@
 // progress, so GET /api/alerts shows them from any instance and after a restart.
 import { creationTime, type RecordStore } from '../records/types.ts';
 import { HttpError } from '../http.ts';
+import { createRateLimiter } from '../ratelimit.ts';
 import { unref } from '../issues/timer.ts';
 import type { AlertConfig } from './config.ts';
 import type { DeliveryRecord, RetryPolicy } from './delivery.ts';
@@ -29,6 +30,12 @@ export const RULES_REFRESH_MS = 30_000;
 export const MAX_RULES = 100;
 /** How long saving a rule waits for its webhook's host name to resolve; past it the rule is saved, and checked when it posts. */
 export const RESOLVE_ON_SAVE_MS = 3000;
+
+/**
+ * Test notifications per user per minute (a burst of as many, then one every 60/N s). A test skips
+ * the cool-down and may e-mail 10 recipients, so unbounded tests would make the service a relay.
+ */
+export const TESTS_PER_MINUTE = 5;
 
 export interface AlertServiceOptions {
   records: RecordStore;
@@ -58,6 +65,7 @@ export class AlertService {
   private timer: ReturnType<typeof setInterval> | null = null;
   /** Delivery-log writes, one rule after another, so a later state never loses to an earlier one. */
   private writes: Promise<unknown> = Promise.resolve();
+  private tests = createRateLimiter({ rate: TESTS_PER_MINUTE / 60, burst: TESTS_PER_MINUTE, maxClients: 10_000 });
 
   private readonly destinations: DestinationPolicy;
 
@@ -159,9 +167,16 @@ export class AlertService {
     this.engine.log.forget(id);
   }
 
-  /** Sends a test notification on the rule's channels; answers the notification id. */
+  /**
+   * Sends a test notification on the rule's channels; answers the notification id. At most
+   * TESTS_PER_MINUTE per user, then 429 `too_many_tests` with the seconds to wait.
+   */
   async test(userId: string, id: string): Promise<{ notificationId: string }> {
     const rule = await this.get(userId, id);
+    const wait = this.tests.take(userId, this.options.now());
+    if (wait > 0) {
+      throw new HttpError(429, 'too_many_tests', `At most ${TESTS_PER_MINUTE} test notifications a minute per user; try again in ${wait} s`, { 'retry-after': String(wait) });
+    }
     return { notificationId: this.engine.sendTest(rule).id };
   }
 

@@ -1,7 +1,7 @@
 // Error event → the issue it belongs to: a fingerprint, a title and a culprit. The rules follow
 // Sentry's default grouping, so that the same bug seen twice is one issue however its details vary.
 import { fnv1a64 } from './hash.ts';
-import { displayFile, type Frame, framesFromSentry, parseStack } from './stack.ts';
+import { displayFile, type Frame, framesFromSentry, isV8Line, MAX_LINE, parseStack, stackLines } from './stack.ts';
 
 /**
  * What grouping reads from an error event, the stored shape of lib/event.ts or one made from a
@@ -119,8 +119,11 @@ function sentryException(value: unknown): SentryException | null {
 function exceptionType(data: Record<string, unknown>, stack: string | null, message: string): string | null {
   const given = firstString(data.exceptionType, data.exception_type);
   if (given) return given;
-  if (stack && /\n\s*at\s/.test(stack)) {
-    const head = /^(?:Uncaught\s+)?([A-Za-z_$][\w$.]*):\s/.exec(stack);
+  // A V8 stack: an "at" line after the first. (Not /\n\s*at\s/, whose \s* also takes line breaks:
+  // on a stack of blank lines every start scans to the end, quadratic in the length.)
+  const lines = stack ? stackLines(stack) : [];
+  if (lines.length > 1 && lines.some((l, i) => i > 0 && isV8Line(l))) {
+    const head = /^(?:Uncaught\s+)?([A-Za-z_$][\w$.]*):\s/.exec(stack!.slice(0, MAX_LINE + 1));
     if (head) return head[1];
   }
   const m = /^(?:Uncaught\s+)?([A-Z][\w$]*(?:Error|Exception))(?::|$)/.exec(message);
@@ -154,14 +157,24 @@ export function groupingFile(file: string | null): string | null {
  * hex of 8 or more, is 8 or more capitals, or mixes cases after its first letter.
  */
 export function stripContentHash(name: string): string {
-  const parts = name.split(/([.~-])/);
-  const kept: string[] = [];
-  for (let i = 0; i < parts.length; i += 2) {
-    const isHash = i > 0 && i < parts.length - 1 && isHashLike(parts[i]);
-    if (!isHash) kept.push(kept.length > 0 ? parts[i - 1] : '', parts[i]);
+  // One scan, copying only around the hashes found: splitting a name of many short parts made a
+  // string of each, several times the cost per character of an ordinary name.
+  let out = '';
+  let from = 0; // the start of the text not copied yet
+  let sep = -1; // the separator before the current part (-1: the first part)
+  for (let i = 0; i <= name.length; i++) {
+    if (i < name.length && !isSeparator(name.charCodeAt(i))) continue;
+    if (sep >= 0 && i < name.length && i - sep > 6 && isHashLike(name.slice(sep + 1, i))) {
+      out += name.slice(from, sep); // the hash goes with the separator before it
+      from = i;
+    }
+    sep = i;
   }
-  return kept.join('');
+  return from === 0 ? name : out + name.slice(from);
 }
+
+/** `.`, `~` and `-`. */
+const isSeparator = (c: number) => c === 46 || c === 126 || c === 45;
 
 function isHashLike(s: string): boolean {
   if (s.length < 6 || !/^\w+$/.test(s)) return false;
@@ -176,8 +189,10 @@ function isHashLike(s: string): boolean {
 export function normaliseMessage(message: string): string {
   return message
     .slice(0, 1000)
-    .replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s'"`<>()]+/gi, '<url>')
-    .replace(/[\w.+-]+@[\w-]+(?:\.[\w-]+)+/g, '<email>')
+    // Bounded repetitions where a failed match would otherwise rescan the rest of a long run from
+    // every start (quadratic): a scheme is at most 32 characters, an address's local part 64.
+    .replace(/\b[a-z][a-z0-9+.-]{0,31}:\/\/[^\s'"`<>()]+/gi, '<url>')
+    .replace(/[\w.+-]{1,64}@[\w-]+(?:\.[\w-]+)+/g, '<email>')
     .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<uuid>')
     // A quote after a letter is an apostrophe ("can't"), not the start of a quoted value.
     .replace(/(?<![\w])'[^'\n]*'|"[^"\n]*"|`[^`\n]*`/g, '<str>')

@@ -4,6 +4,7 @@
 // indexed in memory for a few seconds, and map texts are cached by blob key within a memory bound
 // (a blob key is never reused, so a cached text is never stale).
 import { fnv1a64 } from './hash.ts';
+import { withoutQuery } from './stack.ts';
 import type { RecordStore } from '../records/types.ts';
 import { HttpError } from '../http.ts';
 import { MAX_SOURCE_MAP_BYTES, type SourceMapInfo, type SourceMapLookup, sourceMapNames, validateSourceMap } from './sourcemap.ts';
@@ -15,6 +16,21 @@ export const INDEX_TTL_MS = 10_000;
 export const TEXT_CACHE_CHARS = 64 * 1024 * 1024;
 export const MAX_RELEASE = 200;
 export const MAX_URL = 2048;
+/** Source map text one project may hold, in UTF-8 bytes (SERVICE_SOURCEMAP_MAX_MB). */
+export const DEFAULT_PROJECT_QUOTA_BYTES = 100 * 1024 * 1024;
+/**
+ * Maps one project may hold, whatever their size: each is a record the record store and the
+ * processor's per-owner index hold in memory, and a map can be a few dozen bytes.
+ */
+export const MAX_MAPS_PER_PROJECT = 2000;
+
+/** What a project's maps take, and what they may take. */
+export interface SourceMapUsage {
+  bytes: number;
+  maxBytes: number;
+  maps: number;
+  maxMaps: number;
+}
 
 export interface SourceMapRecord extends SourceMapInfo {
   id: string;
@@ -54,10 +70,12 @@ export class SourceMapStore {
   private index = new Map<string, { at: number; maps: Promise<SourceMapRecord[]> }>();
   private texts = new Map<string, string>();
   private textChars = 0;
+  /** Uploads under way, per owner and project: each checks the quota after the one before it stored its map. */
+  private uploads = new Map<string, Promise<void>>();
 
   constructor(
     private readonly records: RecordStore,
-    private readonly options: { now?: () => number; maxBytes?: number; textCacheChars?: number } = {},
+    private readonly options: { now?: () => number; maxBytes?: number; projectQuotaBytes?: number; maxMapsPerProject?: number; textCacheChars?: number } = {},
   ) {}
 
   private now(): number {
@@ -66,19 +84,66 @@ export class SourceMapStore {
 
   /**
    * Stores a map for a project, release and file URL; one uploaded again for the same three
-   * replaces the earlier one. Throws SourceMapError (400/413) for what is not a usable map.
+   * replaces the earlier one (and counts once). Throws SourceMapError (400/413) for what is not a
+   * usable map, 413 `source_map_quota_exceeded` when the project's maps would pass their quota of
+   * bytes, 409 `too_many_source_maps` when the project already holds its most maps. A project's
+   * uploads through this process run one after another, so two of them cannot both pass the quota;
+   * two instances can each let one through at the same moment.
    */
   async upload(userId: string, project: string, upload: SourceMapUpload): Promise<SourceMapRecord> {
     const input = typeof upload.map === 'string' || upload.map instanceof Uint8Array ? upload.map : JSON.stringify(upload.map);
     const { text, info } = validateSourceMap(input, this.options.maxBytes ?? MAX_SOURCE_MAP_BYTES);
-    const url = upload.url.replace(/[?#].*$/, '');
+    const url = withoutQuery(upload.url);
     const id = fnv1a64(`${userId}\u0000${project}\u0000${upload.release}\u0000${url}`);
+    return this.oneAtATime(`${userId}\u0000${project}`, async () => {
+      const others = (await this.projectMaps(userId, project)).filter((m) => m.id !== id);
+      const usage = this.usageOf(others);
+      if (usage.bytes + info.bytes > usage.maxBytes) {
+        throw new HttpError(413, 'source_map_quota_exceeded',
+          `Project ${project} holds ${mib(usage.bytes)} of source maps; this ${mib(info.bytes)} map would pass its quota of ${mib(usage.maxBytes)}. Delete the maps of old releases first`);
+      }
+      if (usage.maps >= usage.maxMaps) {
+        throw new HttpError(409, 'too_many_source_maps', `Project ${project} already holds ${usage.maxMaps} source maps, the most it may. Delete the maps of old releases first`);
+      }
+      return this.store(userId, project, id, url, upload.release, text, info);
+    });
+  }
+
+  /** What the project's maps take now, and its quota. */
+  async usage(userId: string, project: string): Promise<SourceMapUsage> {
+    return this.usageOf(await this.projectMaps(userId, project));
+  }
+
+  private usageOf(maps: readonly SourceMapRecord[]): SourceMapUsage {
+    return {
+      bytes: maps.reduce((n, m) => n + m.bytes, 0),
+      maxBytes: this.options.projectQuotaBytes ?? DEFAULT_PROJECT_QUOTA_BYTES,
+      maps: maps.length,
+      maxMaps: this.options.maxMapsPerProject ?? MAX_MAPS_PER_PROJECT,
+    };
+  }
+
+  private async projectMaps(userId: string, project: string): Promise<SourceMapRecord[]> {
+    return (await this.records.list<SourceMapRecord>(SOURCEMAP_KIND, userId)).map((r) => r.body).filter((m) => m.project === project);
+  }
+
+  private oneAtATime<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const run = (this.uploads.get(key) ?? Promise.resolve()).then(fn);
+    const done = run.then(() => {}, () => {});
+    this.uploads.set(key, done);
+    void done.then(() => {
+      if (this.uploads.get(key) === done) this.uploads.delete(key);
+    });
+    return run;
+  }
+
+  private async store(userId: string, project: string, id: string, url: string, release: string, text: string, info: SourceMapInfo): Promise<SourceMapRecord> {
     const previous = await this.records.get<SourceMapRecord>(SOURCEMAP_KIND, id, userId);
     const record: SourceMapRecord = {
       ...info,
       id,
       project,
-      release: upload.release,
+      release,
       url,
       names: url.startsWith('~/') ? [url] : sourceMapNames(url),
       uploadedAt: new Date(this.now()).toISOString(),
@@ -94,7 +159,7 @@ export class SourceMapStore {
 
   /** A project's maps, newest first. */
   async list(userId: string, project: string): Promise<SourceMapRecord[]> {
-    const maps = (await this.records.list<SourceMapRecord>(SOURCEMAP_KIND, userId)).map((r) => r.body).filter((m) => m.project === project);
+    const maps = await this.projectMaps(userId, project);
     return maps.sort((a, b) => (a.uploadedAt < b.uploadedAt ? 1 : a.uploadedAt > b.uploadedAt ? -1 : 0));
   }
 
@@ -106,6 +171,22 @@ export class SourceMapStore {
     await this.records.deleteBlob(record.body.blob);
     this.index.delete(userId);
     return true;
+  }
+
+  /**
+   * Removes every map of a project, when the project is deleted: nothing could list, delete or use
+   * them afterwards, and they would still take space the project's quota no longer counts.
+   */
+  async removeProject(userId: string, project: string): Promise<number> {
+    return this.oneAtATime(`${userId}\u0000${project}`, async () => {
+      const maps = await this.projectMaps(userId, project);
+      for (const map of maps) {
+        await this.records.delete(SOURCEMAP_KIND, map.id, userId);
+        await this.records.deleteBlob(map.blob);
+      }
+      this.index.delete(userId);
+      return maps.length;
+    });
   }
 
   /**
@@ -155,3 +236,5 @@ export class SourceMapStore {
     return text;
   }
 }
+
+const mib = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;

@@ -2,7 +2,7 @@
 // uploaded per release. A frame without a matching map stays as it is: symbolication only ever adds.
 import { FlattenMap, originalPositionFor, sourceContentFor, TraceMap } from '@jridgewell/trace-mapping';
 import { HttpError } from '../http.ts';
-import { type Frame, isInApp } from './stack.ts';
+import { type Frame, isInApp, withoutQuery } from './stack.ts';
 
 /** Largest source map accepted on upload: big single-page bundles with sources inlined reach 20 MB. */
 export const MAX_SOURCE_MAP_BYTES = 32 * 1024 * 1024;
@@ -142,7 +142,7 @@ export type SourceMapLookup = (release: string, name: string) => string | null |
  * the file on any host (`~/assets/app.js`).
  */
 export function sourceMapNames(file: string): string[] {
-  const bare = file.replace(/[?#].*$/, '');
+  const bare = withoutQuery(file);
   const url = /^[a-z][a-z0-9+.-]*:\/\/[^/]*(\/.*)?$/i.exec(bare);
   if (!url) return [bare];
   return [bare, `~${url[1] ?? '/'}`];

@@ -14,19 +14,42 @@ export interface Frame {
   inApp: boolean;
 }
 
+// Bounds on the stack text read, against hostile or runaway input: a stack is client text, and
+// grouping runs on the event loop that every tenant of the process shares. Real stacks sit far
+// inside them (V8 prints 10 frames by default, Firefox and Safari at most about 100; a line is a
+// function name and a URL). Within them, parsing is linear in what is read: every regular expression
+// here runs in linear time on any input, and suffixes and query strings are found by scanning, so a
+// crafted stack costs what an ordinary one of the same length costs (test/hostile-stacks.test.ts).
+/** Stack text considered: its first 64 KiB (UTF-16 code units); an event is at most 64 KiB anyway. */
+export const MAX_STACK_CHARS = 64 * 1024;
+/** Lines of stack text read. */
+export const MAX_STACK_LINES = 1000;
+/** Longer lines are not frames; a structured (Sentry) frame's function and file are cut to this. */
+export const MAX_LINE = 2048;
 /** Frames kept from one stack: enough for grouping and display, bounded against huge recursions. */
 export const MAX_FRAMES = 50;
-/** Longer lines are not frames (a stack is client input: this bounds the work per line). */
-const MAX_LINE = 2048;
+/** Structured frames examined, from the innermost: skipped entries (not objects, nameless) count too. */
+export const MAX_STRUCTURED_FRAMES = 1000;
 
 const V8_LINE = /^\s*at\s+/;
+
+/** The lines of a stack that are read (MAX_STACK_CHARS, MAX_STACK_LINES). */
+export function stackLines(stack: string): string[] {
+  const text = stack.length > MAX_STACK_CHARS ? stack.slice(0, MAX_STACK_CHARS) : stack;
+  return text.split('\n', MAX_STACK_LINES);
+}
+
+/** Whether a line is a V8 frame line (`    at …`); longer lines than MAX_LINE are not read. */
+export function isV8Line(line: string): boolean {
+  return line.length <= MAX_LINE && V8_LINE.test(line);
+}
 
 /** Parses V8, Firefox and Safari stack text; lines that name no frame (the message) are skipped. */
 export function parseStack(stack: unknown): Frame[] {
   if (typeof stack !== 'string' || stack === '') return [];
-  const lines = stack.split('\n');
+  const lines = stackLines(stack);
   // A V8 stack starts with the message, which may itself contain "@" or ":12": only "at" lines count.
-  const v8 = lines.some((l) => V8_LINE.test(l));
+  const v8 = lines.some(isV8Line);
   const frames: Frame[] = [];
   for (const line of lines) {
     if (line.length > MAX_LINE) continue;
@@ -38,18 +61,36 @@ export function parseStack(stack: unknown): Frame[] {
 }
 
 function parseV8Line(text: string): Frame | null {
-  if (!V8_LINE.test(text)) return null;
-  const rest = text.replace(V8_LINE, '').trim();
+  const at = V8_LINE.exec(text);
+  if (!at) return null;
+  const rest = text.slice(at[0].length).trim();
   // "fn (location)" or a bare "location". (Found by index, not a backtracking regular expression.)
   const open = rest.endsWith(')') ? rest.indexOf(' (') : -1;
   let fn = open > 0 ? rest.slice(0, open) : null;
   let location = open > 0 ? rest.slice(open + 2, -1) : rest;
   // "eval at outer (url:1:2), <anonymous>:1:5": the code ran from an eval; its own position is last.
   if (location.startsWith('eval at ')) location = location.slice(location.lastIndexOf(', ') + 2);
-  if (fn !== null) {
-    fn = fn.replace(/^(?:async|new)\s+/, '').replace(/\s+\[as [^\]]+\]$/, '');
-  }
+  if (fn !== null) fn = withoutAlias(fn.replace(/^(?:async|new)\s+/, ''));
   return frame(fn, location);
+}
+
+const isSpace = (s: string, i: number) => /\s/.test(s[i]);
+
+/**
+ * `Object.handler [as onload]` → `Object.handler`: V8's `[as alias]` suffix, with the white space
+ * before it, removed. Found by scanning: `/\s+\[as [^\]]+\]$/` backtracks quadratically over a long
+ * run of spaces not followed by a suffix (60 ms for one 2 KB line).
+ */
+export function withoutAlias(fn: string): string {
+  if (!fn.endsWith(']')) return fn;
+  // The alias holds no "]": a suffix starts after the last "]" but the final one.
+  let at = fn.indexOf('[as ', fn.lastIndexOf(']', fn.length - 2) + 1);
+  // The leftmost "[as " after white space with a non-empty alias before the final "]".
+  while (at >= 0 && !(at > 0 && isSpace(fn, at - 1))) at = fn.indexOf('[as ', at + 1);
+  if (at < 0 || at + 4 >= fn.length - 1) return fn;
+  let start = at;
+  while (start > 0 && isSpace(fn, start - 1)) start--;
+  return fn.slice(0, start);
 }
 
 function parseGeckoLine(text: string): Frame | null {
@@ -66,7 +107,9 @@ function parseGeckoLine(text: string): Frame | null {
   if (evalled) location = `${location.slice(0, evalled.index)}:${evalled[1]}`;
   let fn = line.slice(0, at);
   // Firefox marks anonymous inner functions "outer/<" and generators "gen*"; Safari names top-level code.
-  fn = fn.replace(/(?:\/<)+$/, '').replace(/\*$/, '').replace(/^(?:async\*|async )/, '');
+  let end = fn.length;
+  while (end >= 2 && fn.startsWith('/<', end - 2)) end -= 2; // not /(?:\/<)+$/, quadratic on "/</</<…x"
+  fn = fn.slice(0, end).replace(/\*$/, '').replace(/^(?:async\*|async )/, '');
   if (/^(?:global|eval|module) code$/.test(fn)) fn = '';
   return frame(fn, location);
 }
@@ -91,7 +134,8 @@ function frame(fn: string | null, location: string): Frame {
 export function framesFromSentry(frames: unknown): Frame[] {
   if (!Array.isArray(frames)) return [];
   const out: Frame[] = [];
-  for (let i = frames.length - 1; i >= 0 && out.length < MAX_FRAMES; i--) {
+  const last = Math.max(0, frames.length - MAX_STRUCTURED_FRAMES);
+  for (let i = frames.length - 1; i >= last && out.length < MAX_FRAMES; i--) {
     const f = frames[i];
     if (typeof f !== 'object' || f === null) continue;
     const r = f as Record<string, unknown>;
@@ -109,7 +153,7 @@ export function framesFromSentry(frames: unknown): Frame[] {
   return out;
 }
 
-const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v.slice(0, MAX_LINE) : null);
 const positive = (v: unknown): number | null => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : null);
 
 /**
@@ -156,6 +200,16 @@ export function isInApp(file: string | null): boolean {
 export function displayFile(file: string | null): string | null {
   if (file === null) return null;
   const url = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*([^?#]*)/i.exec(file);
-  const path = url ? url[1] || '/' : file.replace(/[?#].*$/, '');
-  return path;
+  return url ? url[1] || '/' : withoutQuery(file);
+}
+
+/**
+ * The text before the first `?` or `#`. (Not `/[?#].*$/`: `.` stops at a line break, so on
+ * `????…?\r` every `?` scans to the end, quadratic in the length.)
+ */
+export function withoutQuery(s: string): string {
+  const q = s.indexOf('?');
+  const h = s.indexOf('#');
+  const cut = q < 0 ? h : h < 0 ? q : Math.min(q, h);
+  return cut < 0 ? s : s.slice(0, cut);
 }

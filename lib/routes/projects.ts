@@ -40,5 +40,8 @@ export async function rotateProjectKey(request: RouteRequest, ctx: Context): Pro
 export async function deleteProject(request: RouteRequest, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   await ctx.projects.remove(userId, request.params.id);
+  // Its source maps go too: no route reaches them once the project is gone, and a project made
+  // afterwards starts with an empty quota, so kept they would be space no quota bounds.
+  await ctx.monitor.sourceMaps.removeProject(userId, request.params.id);
   return json({ id: request.params.id, deleted: true });
 }

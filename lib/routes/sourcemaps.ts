@@ -31,7 +31,8 @@ export async function uploadSourceMap(request: RouteRequest, ctx: Context): Prom
 
 export async function listSourceMaps(request: RouteRequest, ctx: Context): Promise<JsonReply> {
   const { userId, project } = await ownProject(request, ctx);
-  return json({ sourceMaps: (await ctx.monitor.sourceMaps.list(userId, project)).map(shown) });
+  const [maps, quota] = await Promise.all([ctx.monitor.sourceMaps.list(userId, project), ctx.monitor.sourceMaps.usage(userId, project)]);
+  return json({ sourceMaps: maps.map(shown), quota });
 }
 
 export async function deleteSourceMap(request: RouteRequest, ctx: Context): Promise<JsonReply> {

@@ -1,6 +1,6 @@
 // GET /api/events/stream: open, but scoped to whoever the subscriber is (README, "API").
 import { CORS_HEADERS, HttpError } from '../http.ts';
-import type { Context } from '../context.ts';
+import { clientAddress, type Context, type ServeInfo } from '../context.ts';
 import type { Subscription } from '../hub.ts';
 
 export const SSE_HEADERS: Record<string, string> = {
@@ -12,15 +12,27 @@ export const SSE_HEADERS: Record<string, string> = {
   ...CORS_HEADERS,
 };
 
-/** An SSE response for a new hub subscriber, or 503 past the cap on open streams. */
-export function sseResponse(ctx: Context, subscription: Subscription): Response {
+/**
+ * An SSE response for a new hub subscriber; 429 when its party (the user, or the address of a
+ * client nobody identified) already has the most streams one may hold, 503 past the process's cap.
+ */
+export function sseResponse(ctx: Context, subscription: Subscription & { party: string }): Response {
   const body = ctx.hub.subscribe(subscription);
-  if (!body) throw new HttpError(503, 'too_many_streams', 'Too many open streams; try again later', { 'retry-after': '10' });
+  if (!body) {
+    if (ctx.hub.openFor(subscription.party) >= ctx.hub.maxPerParty) {
+      const who = subscription.party.startsWith('user:') ? 'This user' : 'This client address';
+      throw new HttpError(429, 'too_many_user_streams', `${who} already has ${ctx.hub.maxPerParty} open live streams; close one first`, { 'retry-after': '10' });
+    }
+    throw new HttpError(503, 'too_many_streams', 'Too many open streams; try again later', { 'retry-after': '10' });
+  }
   return new Response(body, { status: 200, headers: SSE_HEADERS });
 }
 
-export async function eventStream(request: Request, ctx: Context): Promise<Response> {
+/** Who a stream counts against: its user, or, for nobody identified, the client's address. */
+export const streamParty = (userId: string | null, address: string) => (userId !== null ? `user:${userId}` : `address:${address}`);
+
+export async function eventStream(request: Request, ctx: Context, info?: ServeInfo): Promise<Response> {
   // Identified subscribers get their own events; anyone else only unowned events.
   const { userId, expiresAt } = await ctx.auth.resolve(request);
-  return sseResponse(ctx, { userId, closeAt: userId ? expiresAt : undefined });
+  return sseResponse(ctx, { userId, closeAt: userId ? expiresAt : undefined, party: streamParty(userId, clientAddress(ctx, request, info)) });
 }

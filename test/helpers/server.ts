@@ -18,9 +18,14 @@ export interface RunningServer {
 }
 
 export function serverCommand(): [string, string[]] {
+  return scriptCommand('server.ts');
+}
+
+/** How to run a TypeScript file of the project (a path from the root) on the runtime running the tests. */
+export function scriptCommand(script: string): [string, string[]] {
   return typeof Deno !== 'undefined'
-    ? [Deno.execPath(), ['run', '--allow-all', '--no-prompt', 'server.ts']]
-    : [process.execPath, ['--import', 'tsx', 'server.ts']];
+    ? [Deno.execPath(), ['run', '--allow-all', '--no-prompt', script]]
+    : [process.execPath, ['--import', 'tsx', script]];
 }
 
 /**

@@ -1,12 +1,16 @@
 // CSV for the dashboard's downloads (RFC 4180: CRLF line ends, fields quoted when they hold a
 // comma, a quote or a line break, quotes doubled). Cells come from event data anyone can send, so a
-// text cell that a spreadsheet would run as a formula (starting with = + - @, or a tab or carriage
-// return that some spreadsheets skip before one) gets a leading apostrophe and is shown as text.
+// text cell that a spreadsheet could run as a formula gets a leading apostrophe and is shown as
+// text: one that starts with a tab or a carriage return, and one that starts with = + - @ or their
+// full-width forms (＝ ＋ － ＠, which some spreadsheets read as the ASCII ones) once any leading white
+// space is skipped, as spreadsheets trim it: spaces, tabs, line breaks, no-break and other Unicode
+// spaces (U+00A0, U+2000–U+200A, U+3000, …), the byte order mark, and zero-width spaces and joiners.
 // Numbers are written as numbers: a negative number is data, not a formula.
 
 export type Cell = string | number | null | undefined;
 
-const FORMULA = /^[=+\-@\t\r]/;
+/** `\s` is every Unicode space, line break and U+FEFF; the rest are invisible characters a cell may start with. */
+const FORMULA = /^(?:[\t\r]|[\s\u180e\u200b-\u200d\u2060]*[=+\-@\uff1d\uff0b\uff0d\uff20])/;
 
 export function csvCell(value: Cell): string {
   if (value === null || value === undefined) return '';
