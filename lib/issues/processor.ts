@@ -182,14 +182,15 @@ export class IssueProcessor {
   private async run(): Promise<void> {
     this.recordMetrics();
     const { source } = this.options;
-    if (source.issueLease && !(await source.issueLease())) {
-      // Another instance groups; when this one takes over, it starts from the stored progress.
-      this.feed = null;
-      return;
-    }
     try {
-      this.feed ??= await this.openFeed();
       while (Date.now() < this.deadline) {
+        // Asked before every slice: a lease lost meanwhile (a pause, a lost connection) stops this
+        // instance before it writes; when it takes over again it starts from the stored progress.
+        if (source.issueLease && !(await source.issueLease())) {
+          this.feed = null;
+          return;
+        }
+        this.feed ??= await this.openFeed();
         await this.feed.fill();
         const slice = this.feed.take(PROCESS_SLICE);
         if (!slice.length) break;
