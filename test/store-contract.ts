@@ -98,6 +98,14 @@ async function exported(store: Store, q: ExportQuery, what: string): Promise<Sto
   return out;
 }
 
+/** A scan's answer without `head` (checked on its own: the store's newest position, at least `through`). */
+async function scanned(store: Store, q: ErrorScanQuery): Promise<Omit<ErrorScan, 'head'>> {
+  const { head, ...rest } = await store.scanErrors(q);
+  assert.ok(Number.isSafeInteger(head) && head >= 0, `head ${head}`);
+  if (rest.events.length) assert.ok(head >= rest.seqs[rest.seqs.length - 1], `head ${head} is at least the last position answered`);
+  return rest;
+}
+
 /**
  * Every error scanErrors answers from `after` on, each scan starting after the last one's
  * `through`, until `through` stops moving; checks each answer against the contract on the way.
@@ -429,7 +437,8 @@ export function storeContract(
     assert.is(first.through, all.seqs[2], 'a full answer covers up to its last event');
     const next = await store.scanErrors({ after: first.through, limit: 2 });
     assert.equal(next.seqs, all.seqs.slice(3, 5));
-    assert.equal(await store.scanErrors({ after: all.through, limit: 10 }), { events: [], seqs: [], through: all.through }, 'nothing after the end');
+    assert.equal(await scanned(store, { after: all.through, limit: 10 }), { events: [], seqs: [], through: all.through }, 'nothing after the end');
+    assert.ok(one.head >= all.seqs[all.seqs.length - 1], 'head: the newest position, at least the last error\'s');
   });
 
   t('scanErrors: limit 0 answers nothing and covers nothing (through stays at after)', async () => {
@@ -437,8 +446,8 @@ export function storeContract(
     const errors = await errorHistory(store, 5);
     const all = await scanAll(store, { limit: 1000 }, 'all');
     for (const after of [0, all.seqs[3]]) {
-      assert.equal(await store.scanErrors({ after, limit: 0 }), { events: [], seqs: [], through: after }, `after ${after}`);
-      assert.equal(await store.scanErrors({ after, limit: 0, userId: errors[0].user_id! }), { events: [], seqs: [], through: after }, `one owner, after ${after}`);
+      assert.equal(await scanned(store, { after, limit: 0 }), { events: [], seqs: [], through: after }, `after ${after}`);
+      assert.equal(await scanned(store, { after, limit: 0, userId: errors[0].user_id! }), { events: [], seqs: [], through: after }, `one owner, after ${after}`);
     }
   });
 
@@ -477,8 +486,8 @@ export function storeContract(
       // Just before the next error: through may reach it, the answer holds nothing more.
       const before = all.seqs[k + 1] - 1;
       assert.equal(ids((await scanAll(store, { limit: 1000, upTo: before }, `upTo ${before}`)).events), ids(all.events.slice(0, k + 1)));
-      assert.equal(await store.scanErrors({ after: upTo, upTo, limit: 10 }), { events: [], seqs: [], through: upTo }, 'after at upTo');
-      assert.equal(await store.scanErrors({ after: upTo + 1, upTo, limit: 10 }), { events: [], seqs: [], through: upTo + 1 }, 'after past upTo');
+      assert.equal(await scanned(store, { after: upTo, upTo, limit: 10 }), { events: [], seqs: [], through: upTo }, 'after at upTo');
+      assert.equal(await scanned(store, { after: upTo + 1, upTo, limit: 10 }), { events: [], seqs: [], through: upTo + 1 }, 'after past upTo');
     }
   });
 
