@@ -56,11 +56,11 @@ if (reason !== null && !REQUIRE_POSTGRES) {
       const message = BUGS[(from + k) % 3];
       return { id: `e-${from + k}`, type: 'error', message, data: { stack: `${message}\n    at step${['One', 'Two', 'Three'][(from + k) % 3]} (https://shop.example/app.js:1:1)` } };
     });
-    const res = await i.handler(new Request('http://watchtower.test/api/events', { method: 'POST', headers: { 'content-type': 'application/json', ...OWNER }, body: JSON.stringify({ events }) }));
+    const res = (await i.handler(new Request('http://watchtower.test/api/events', { method: 'POST', headers: { 'content-type': 'application/json', ...OWNER }, body: JSON.stringify({ events }) })))!;
     assert.is((await res.json()).accepted, count);
   }
   async function counts(i: Instance): Promise<number[]> {
-    const res = await i.handler(new Request('http://watchtower.test/api/issues', { headers: OWNER }));
+    const res = (await i.handler(new Request('http://watchtower.test/api/issues', { headers: OWNER })))!;
     return ((await res.json()).issues as { count: number }[]).map((x) => x.count).sort((a, b) => a - b);
   }
   /** Waits until the issues count `total` errors, then a little longer to see that the figure stays. */

@@ -114,6 +114,7 @@ export class IssueProcessor {
   private metricsQueue: StoredEvent[] = [];
   private feed: IssueFeed | null = null;
   private draining: Promise<void> | null = null;
+  private again: Promise<void> | null = null;
   private timer: ReturnType<typeof setInterval> | null = null;
   private kicked = false;
   private deadline = Infinity;
@@ -149,9 +150,17 @@ export class IssueProcessor {
     return { errors: this.feed?.held ?? 0, ownersBehind: this.feed?.behind ?? 0, checkpoint: this.feed?.checkpoint().through ?? null };
   }
 
-  /** Groups everything the store holds now; concurrent calls share one run. */
+  /**
+   * Groups everything the store holds now. A call during a run is answered by one more run after
+   * it (shared by every such call), since the run under way may have read the store before the
+   * caller's errors were stored.
+   */
   drain(): Promise<void> {
-    return (this.draining ??= this.run().finally(() => (this.draining = null)));
+    if (this.draining === null) return (this.draining = this.run().finally(() => (this.draining = null)));
+    return (this.again ??= this.draining.then(() => {
+      this.again = null;
+      return this.drain();
+    }));
   }
 
   start(intervalMs = 1000): void {
