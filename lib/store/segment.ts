@@ -153,20 +153,8 @@ export class SegmentDb {
     add('seq <= ?', q.maxSeq);
     params.push(limit);
     // INDEXED BY: sql.js's planner otherwise may pick the (user_id, id) index and sort the user's rows.
-    const s = this.statement(`SELECT seq, ${ROW_COLUMNS} FROM events INDEXED BY events_user WHERE ${where.join(' AND ')} ` +
-      `ORDER BY seq ${q.order === 'newest' ? 'DESC' : 'ASC'} LIMIT ?`);
-    const out: SeqRows = { events: [], seqs: [] };
-    s.bind(params);
-    try {
-      while (s.step()) {
-        const v = s.get();
-        out.seqs.push(v[0] as number);
-        out.events.push(eventFromRow(v.slice(1) as RowValues));
-      }
-    } finally {
-      s.reset();
-    }
-    return out;
+    return this.seqRows(`SELECT seq, ${ROW_COLUMNS} FROM events INDEXED BY events_user WHERE ${where.join(' AND ')} ` +
+      `ORDER BY seq ${q.order === 'newest' ? 'DESC' : 'ASC'} LIMIT ?`, params);
   }
 
   /**
@@ -174,9 +162,15 @@ export class SegmentDb {
    * processing's feed across owners. Walks the seq key, so it costs the rows it passes.
    */
   errors(after: number, upTo: number, limit: number): SeqRows {
-    const s = this.statement(`SELECT seq, ${ROW_COLUMNS} FROM events WHERE seq > ? AND seq <= ? AND type = 'error' AND user_id <> '' ORDER BY seq LIMIT ?`);
+    return this.seqRows(`SELECT seq, ${ROW_COLUMNS} FROM events WHERE seq > ? AND seq <= ? AND type = 'error' AND user_id <> '' ORDER BY seq LIMIT ?`,
+      [after, Math.min(upTo, Number.MAX_SAFE_INTEGER), limit]);
+  }
+
+  /** The events and seqs a `SELECT seq, ROW_COLUMNS` statement answers. */
+  private seqRows(sql: string, params: (string | number)[]): SeqRows {
+    const s = this.statement(sql);
     const out: SeqRows = { events: [], seqs: [] };
-    s.bind([after, Math.min(upTo, Number.MAX_SAFE_INTEGER), limit]);
+    s.bind(params);
     try {
       while (s.step()) {
         const v = s.get();
