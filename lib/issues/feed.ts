@@ -148,13 +148,19 @@ export class IssueFeed {
    * first error of any owner not yet applied). `done` entries at or below it say nothing more.
    */
   checkpoint(): { through: number; done: Map<string, number> } {
+    const through = this.through();
+    for (const [owner, seq] of this.done) if (seq <= through) this.done.delete(owner);
+    return { through, done: new Map(this.done) };
+  }
+
+  /** The checkpoint's position alone, changing nothing (health reads it). */
+  through(): number {
     let through = this.frontier;
     for (const q of this.owners.values()) {
       if (this.pendingOf(q) > 0) through = Math.min(through, q.seqs[q.head] - 1);
       if (q.behindAfter !== null) through = Math.min(through, q.behindAfter);
     }
-    for (const [owner, seq] of this.done) if (seq <= through) this.done.delete(owner);
-    return { through, done: new Map(this.done) };
+    return through;
   }
 
   /** How far `owner`'s errors are applied, at least (progress records of the owners in a slice). */

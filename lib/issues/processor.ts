@@ -147,7 +147,7 @@ export class IssueProcessor {
 
   /** Errors read from the store and waiting for a slice, and owners partly still in the store only. */
   get waiting(): { errors: number; ownersBehind: number; checkpoint: number | null } {
-    return { errors: this.feed?.held ?? 0, ownersBehind: this.feed?.behind ?? 0, checkpoint: this.feed?.checkpoint().through ?? null };
+    return { errors: this.feed?.held ?? 0, ownersBehind: this.feed?.behind ?? 0, checkpoint: this.feed?.through() ?? null };
   }
 
   /**
