@@ -603,7 +603,7 @@ async function register() {
     }
   });
 
-  test('compaction: even a generic plan of its statement updates only the day\'s partition of counters', async () => {
+  test('compaction: even a generic plan of its statement updates only the day\'s partitions of counters and breakdown sessions', async () => {
     // A generic plan (what a prepared statement gets from its sixth run) once joined the counter
     // rows to every daily partition; the statement's hour bound lets the planner prune them first.
     const store = await open();
@@ -612,10 +612,11 @@ async function register() {
     await store.insert([4, 3, 2].map((d) => ev({ id: `gp-${d}`, type: 'click', sessionId: 'gs' }, 'gp', (today - d) * 86_400_000 + 3_600_000)));
     const day = today - 3;
     const plan = await db.query((sql) => sql.begin(async (tx) => {
-      await tx.unsafe(`prepare compact_day(text[], text[], text[], int4, text[], text[], int4[], text[], text[], float8[], int8[], float8[], text[], int8[], int4, int4)
+      await tx.unsafe(`prepare compact_day(text[], text[], text[], int4, text[], text[], int4[], text[], text[], float8[], int8[], float8[], text[], int8[], int4, int4,
+                                           int4[], text[], text[], int4[], text[], text[], text[], boolean, text[])
                        as ${COMPACT_DAY}`);
       await tx`set local plan_cache_mode = force_generic_plan`;
-      const args = `'{}', '{}', '{}', ${day}, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', ${day * 24}, ${day * 24 + 24}`;
+      const args = `'{}', '{}', '{}', ${day}, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', ${day * 24}, ${day * 24 + 24}, '{}', '{}', '{}', '{}', '{}', '{}', '{}', true, '{}'`;
       const [row] = await tx.unsafe(`explain (format json) execute compact_day(${args})`);
       await tx.unsafe('deallocate compact_day');
       return row['QUERY PLAN'][0].Plan as PlanNode;
@@ -625,11 +626,11 @@ async function register() {
     interface PlanNode { 'Node Type': string; 'Relation Name'?: string; Plans?: PlanNode[] }
     const scanned = new Set<string>();
     const walk = (n: PlanNode) => {
-      if (n['Node Type'].endsWith('Scan') && n['Relation Name']?.startsWith('watchtower_rollups_p')) scanned.add(n['Relation Name']);
+      if (n['Node Type'].endsWith('Scan') && /^watchtower_(rollups|breakdown_sessions)_p/.test(n['Relation Name'] ?? '')) scanned.add(n['Relation Name']!);
       n.Plans?.forEach(walk);
     };
     walk(plan);
-    assert.equal([...scanned], [`watchtower_rollups_p${day}`], 'partitions of counters scanned');
+    assert.equal([...scanned].sort(), [`watchtower_breakdown_sessions_p${day}`, `watchtower_rollups_p${day}`], 'partitions scanned');
   });
 
   test('compaction rebuilds a closed day\'s events indexes once, smaller; reads answer the same', async () => {
@@ -1037,6 +1038,10 @@ async function register() {
 
   /** The schema as version 10 left it: the events of blocks back as rows, no issue feed (versions 12 and 13). */
   const asVersion10 = (sql: postgres.Sql) => sql.unsafe(`
+    alter table watchtower_rollup_days drop constraint watchtower_rollup_days_pkey;
+    alter table watchtower_rollup_days drop column fold;
+    alter table watchtower_rollup_days add primary key (user_id, scope, day);
+    alter table watchtower_event_days drop column folded;
     drop index watchtower_events_errors;
     drop table watchtower_leases;
     insert into watchtower_events (seq, user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event)
@@ -1164,7 +1169,9 @@ async function register() {
           select day, events::int, compacted::int from watchtower_event_days where user_id = 'm7' order by day`);
         assert.is(marks.length, 8);
         for (const m of marks) {
-          if (m.day === today - 3) assert.is(m.compacted, null, 'the day with a late insert stays read as counters');
+          // The migration leaves the day with a late insert unmarked; the store's compaction at
+          // start may since have folded its late counters into a second row and marked it.
+          if (m.day === today - 3) assert.ok(m.compacted === null || m.compacted === m.events, 'the day with a late insert is read as counters until folded');
           else assert.is(m.compacted, m.events, `day ${m.day} marked`);
         }
         // In the order they were stored (latency points are the latest by insertion).

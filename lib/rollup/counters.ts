@@ -47,16 +47,23 @@ export function eventCounters(row: RollupRow): Omit<Counter, 'n'>[] {
 /**
  * A part built from summed counters: `total` and `types` of one series bucket (its hour is any
  * hour of the bucket), or the versions, ratings, routes, breakdown counts and vitals of a whole
- * range with total 0. A part of counters has no sessions: CounterRollups answers those from the
- * session counters, and `breakdownSessionsPart` carries the sessions of breakdown names.
+ * range with total 0. Its sessions are those of breakdown names only: `dimSessions` rows are
+ * (dimension kind, name, its distinct sessions), a name without counters counting 0 events.
+ * CounterRollups answers the sessions of hours and days from the session counters.
  */
-export function counterPart(hour: number, counters: readonly Counter[]): RollupPart {
+export function counterPart(hour: number, counters: readonly Counter[], dimSessions: readonly DimSessions[] = []): RollupPart {
   const types: string[] = [], typeCounts: number[] = [];
   const versions: string[] = [], versionCounts: number[] = [];
   const feedback = [0, 0, 0, 0, 0];
   const byRoute = new Map<string, { count: number; sumMicros: number; values: [number, number][] }>();
-  const dims = DIM_KINDS.map(() => new Map<string, number>());
+  const dims = DIM_KINDS.map(() => new Map<string, { n: number; sessions: readonly string[] }>());
   const vitals = new Map<string, Map<number, [number, number][]>>();
+  const named = (kind: string, key: string) => {
+    const names = dims[DIM_OF.get(kind)!];
+    let row = names.get(key);
+    if (!row) names.set(key, (row = { n: 0, sessions: [] }));
+    return row;
+  };
   let total = 0;
   for (const c of counters) {
     if (c.kind === TYPE) {
@@ -73,10 +80,8 @@ export function counterPart(hour: number, counters: readonly Counter[]): RollupP
       r.count += c.n;
       r.sumMicros += c.micros;
       r.values.push([c.ms, c.n]);
-    } else if (DIM_OF.has(c.kind)) {
-      const names = dims[DIM_OF.get(c.kind)!];
-      names.set(c.key, (names.get(c.key) ?? 0) + c.n);
-    } else if (VITAL_OF.has(c.kind)) {
+    } else if (DIM_OF.has(c.kind)) named(c.kind, c.key).n += c.n;
+    else if (VITAL_OF.has(c.kind)) {
       let metrics = vitals.get(c.key);
       if (!metrics) vitals.set(c.key, (metrics = new Map()));
       const m = VITAL_OF.get(c.kind)!;
@@ -85,14 +90,28 @@ export function counterPart(hour: number, counters: readonly Counter[]): RollupP
       values.push([c.ms, c.n]);
     }
   }
+  for (const [kind, key, list] of dimSessions) if (DIM_OF.has(kind)) named(kind, key).sessions = list;
   const routes = [...byRoute.keys()].sort();
   const route = valueLists(routes.map((r) => byRoute.get(r)!.values));
-  const dimNames: string[] = [], dimCounts: number[] = [];
+  // Each session once in the part, names pointing at it by index (as a frozen part keeps them).
+  const sessions: string[] = [];
+  const index = new Map<string, number>();
+  const dimNames: string[] = [], dimCounts: number[] = [], dimSessionEnds: number[] = [], dimSessionIds: number[] = [];
   const dimEnds = new Uint32Array(DIM_KINDS.length);
   dims.forEach((names, d) => {
     for (const name of [...names.keys()].sort()) {
+      const row = names.get(name)!;
       dimNames.push(name);
-      dimCounts.push(names.get(name)!);
+      dimCounts.push(row.n);
+      for (const s of row.sessions) {
+        let i = index.get(s);
+        if (i === undefined) {
+          index.set(s, (i = sessions.length));
+          sessions.push(s);
+        }
+        dimSessionIds.push(i);
+      }
+      dimSessionEnds.push(dimSessionIds.length);
     }
     dimEnds[d] = dimNames.length;
   });
@@ -111,11 +130,14 @@ export function counterPart(hour: number, counters: readonly Counter[]): RollupP
     routeCounts: routes.map((r) => byRoute.get(r)!.count),
     routeSumMicros: routes.map((r) => byRoute.get(r)!.sumMicros),
     routeEnds: route.ends, values: route.values, valueCounts: route.counts,
-    dimNames, dimEnds, dimCounts, dimSessionEnds: new Uint32Array(dimNames.length), dimSessions: [],
+    dimNames, dimEnds, dimCounts, dimSessionEnds, dimSessions: dimSessionIds,
     vitalPages, vitalMetrics, vitalEnds: vital.ends, vitalValues: vital.values, vitalValueCounts: vital.counts,
   };
-  return { hour, total, sessionCount: 0, forEachSession: () => {}, columns: () => columns };
+  return { hour, total, sessionCount: sessions.length, forEachSession: (fn) => sessions.forEach((s) => fn(s)), columns: () => columns };
 }
+
+/** A breakdown name's distinct sessions: (dimension kind, name, sessions). */
+export type DimSessions = readonly [string, string, readonly string[]];
 
 /** Flat columns of (value, count) lists: each list's values merged and ascending, and its end. */
 function valueLists(lists: readonly [number, number][][]) {
@@ -131,42 +153,6 @@ function valueLists(lists: readonly [number, number][][]) {
     ends[i] = values.length;
   });
   return { ends, values, counts };
-}
-
-/**
- * A part carrying only the sessions of breakdown names over a range (no events: the counts come
- * with the counter parts): `rows` are (dimension kind, name, its distinct sessions).
- */
-export function breakdownSessionsPart(hour: number, rows: readonly [string, string, readonly string[]][]): RollupPart {
-  const sessions: string[] = [];
-  const index = new Map<string, number>();
-  const byDim = DIM_KINDS.map(() => [] as [string, readonly string[]][]);
-  for (const [kind, name, list] of rows) {
-    const d = DIM_OF.get(kind);
-    if (d !== undefined) byDim[d].push([name, list]);
-  }
-  const dimNames: string[] = [], dimSessionEnds: number[] = [], dimSessions: number[] = [];
-  const dimEnds = new Uint32Array(DIM_KINDS.length);
-  byDim.forEach((names, d) => {
-    for (const [name, list] of names.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) {
-      dimNames.push(name);
-      for (const s of list) {
-        let i = index.get(s);
-        if (i === undefined) {
-          index.set(s, (i = sessions.length));
-          sessions.push(s);
-        }
-        dimSessions.push(i);
-      }
-      dimSessionEnds.push(dimSessions.length);
-    }
-    dimEnds[d] = dimNames.length;
-  });
-  const columns: PartColumns = {
-    ...counterPart(hour, []).columns(),
-    dimNames, dimEnds, dimCounts: new Uint32Array(dimNames.length), dimSessionEnds, dimSessions,
-  };
-  return { hour, total: 0, sessionCount: sessions.length, forEachSession: (fn) => sessions.forEach((s) => fn(s)), columns: () => columns };
 }
 
 /**

@@ -76,26 +76,28 @@ const hex = (bytes: Uint8Array) => {
 
 // --- Compaction ---------------------------------------------------------------------------------
 
-interface Group { user: string; scope: string; counters: Map<number, Counter[]> }
+interface Group { user: string; scope: string; fold: number; counters: Map<number, Counter[]>; sessions: Map<number, Map<string, string[]>> }
 
 /**
- * compactDay's statement. $1–$3: the day rows (user, scope, hex parts); $4: the day; $5–$12: the
+ * compactDay's statement. $1–$3: the fold rows (user, scope, hex parts); $4: the day; $5–$12: the
  * counter rows read (user, scope, hour, kind, key, ms, n, micros); $13, $14: each owner's event
- * count of the day; $15, $16: the day's hours [h0, h1).
+ * count of the day; $15, $16: the day's hours [h0, h1); $17: each fold row's number; $18–$23: the
+ * breakdown session rows read (user, scope, hour, kind, key, session); $24: the day is closing
+ * (mark its owners compacted); $25: owners with nothing left to fold, marked as well.
  *
  * It is sent unprepared: a prepared statement gets a generic plan from its sixth run on a
  * connection, and the generic plan, guessing ten rows for each unnest, joined the counter rows to
  * every daily partition by user alone. At 10M events that made one day's compaction run for over
- * ten minutes on the sixth day. The update is also bounded to the day's hours, so that even a
- * generic plan prunes the other partitions before it runs (a test holds this).
+ * ten minutes on the sixth day. The update and the delete are also bounded to the day's hours, so
+ * that even a generic plan prunes the other partitions before it runs (a test holds this).
  */
 export const COMPACT_DAY = `
     with input as (
-      select * from unnest($1::text[], $2::text[], $3::text[])
-        as t(user_id, scope, parts)
+      select * from unnest($1::text[], $2::text[], $3::text[], $17::int4[])
+        as t(user_id, scope, parts, fold)
     ), stored as (
-      insert into watchtower_rollup_days (user_id, scope, day, parts)
-      select user_id, scope, $4::integer, decode(parts, 'hex') from input
+      insert into watchtower_rollup_days (user_id, scope, day, fold, parts)
+      select user_id, scope, $4::integer, fold, decode(parts, 'hex') from input
       on conflict do nothing
       returning user_id, scope
     ), counted as (
@@ -107,62 +109,123 @@ export const COMPACT_DAY = `
       where r.hour >= $15::int4 and r.hour < $16::int4
         and r.user_id = c.user_id and r.scope = c.scope and r.hour = c.hour and r.kind = c.kind::"char" and r.key = c.key and r.ms = c.ms
       returning 1
+    ), listed as (
+      select * from unnest($18::text[], $19::text[], $20::int4[], $21::text[], $22::text[], $23::text[])
+        as l(user_id, scope, hour, kind, key, session)
+    ), unlisted as (
+      -- The sessions now in the stored rows. One an insert adds again after this is a row again,
+      -- and counts once: statistics take the union of rows and folds.
+      delete from watchtower_breakdown_sessions b
+      using listed l join stored s on s.user_id = l.user_id and s.scope = l.scope
+      where b.hour >= $15::int4 and b.hour < $16::int4
+        and b.user_id = l.user_id and b.scope = l.scope and b.hour = l.hour and b.kind = l.kind::"char" and b.key = l.key and b.session = l.session
+      returning 1
     ), marked as (
       -- Owners with a day row stored here: the day holds no counters of theirs beyond what this
       -- snapshot saw, unless another compaction's older snapshot says less (least of the two).
-      update watchtower_event_days d set compacted = least(coalesce(d.compacted, m.events), m.events)
+      update watchtower_event_days d set compacted = least(coalesce(d.compacted, m.events), m.events), folded = true
       from unnest($13::text[], $14::int8[]) as m(user_id, events)
-      where d.user_id = m.user_id and d.day = $4::integer and m.user_id in (select user_id from stored)
+      where $24::boolean and d.user_id = m.user_id and d.day = $4::integer
+        and (m.user_id in (select user_id from stored) or m.user_id = any($25::text[]))
       returning 1
     )
     select (select count(*) from stored)::int as stored, (select count(*) from subtracted) as subtracted,
-           (select count(*) from marked) as marked`;
+           (select count(*) from unlisted) as unlisted, (select count(*) from marked) as marked`;
+
+type ReadRow = {
+  what: 'c' | 's' | 'e' | 'f'; user_id: string; scope: string | null; hour: number | null; kind: string | null; key: string | null;
+  ms: number | null; n: string | null; micros: number | null; session: string | null;
+};
 
 /**
- * Compacts one day: reads its counter rows, encodes each user and scope's hours, and in one
- * statement stores the day rows and subtracts what was read from the counter rows they replace;
- * a second statement deletes the rows left at zero. A day row is stored only if none exists yet,
- * and only then is anything subtracted, so instances compacting the same day at once do the work
- * once. Subtracting (rather than deleting) is what makes an insert racing the compaction safe:
- * an insert that added to a counter after it was read leaves its own count behind, beside the day
- * row (stats add both), and a counter at zero that an insert raises again is not deleted.
- * Resolves to the number of (user, scope) rows stored.
+ * Folds a day's counter rows and breakdown sessions into the next fold row of each user and
+ * scope: reads them, encodes each user and scope's hours (their breakdown sessions included), and
+ * in one statement stores the rows and subtracts what was read from the counter rows they replace
+ * and deletes the session rows read; a second statement deletes the counters left at zero.
+ *
+ * While the day takes events (`close` false) this keeps a busy day's rows few (foldOpenDays);
+ * once it is closed (`close` true) it also marks each owner's day compacted. Fold rows are
+ * immutable: a fold row is stored only if none with its number exists yet, and only then is
+ * anything subtracted or deleted, so instances folding the same day at once do the work once.
+ * Subtracting (rather than deleting) is what makes an insert racing the fold safe: an insert that
+ * added to a counter after it was read leaves its own count behind, beside the fold (stats add
+ * both), and a counter at zero that an insert raises again is not deleted. Resolves to the number
+ * of (user, scope) rows stored.
  */
-export async function compactDay(sql: postgres.Sql, day: number): Promise<number> {
+export async function compactDay(sql: postgres.Sql, day: number, close = true, users?: readonly string[]): Promise<number> {
   const h0 = day * 24, h1 = h0 + 24;
-  // The counters, and in the same snapshot each owner's event count of the day (scope null):
-  // what the day rows stored below will be known to hold (see watchtower_event_days.compacted).
-  const read = await sql<{ user_id: string; scope: string | null; hour: number; kind: string; key: string; ms: number; n: string; micros: number }[]>`
-    select user_id, scope, hour, kind::text as kind, key, ms, n, micros from watchtower_rollups
-    where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0
+  const only = users ? sql`and user_id = any(${pgArray(users)}::text[])` : sql``;
+  // In one snapshot: the counters, the breakdown sessions, each owner's event count of the day
+  // (what the rows stored below will be known to hold; see watchtower_event_days.compacted), and
+  // each user and scope's last fold number.
+  const read = await sql<ReadRow[]>`
+    select 'c' as what, user_id, scope, hour, kind::text as kind, key, ms, n, micros, null as session from watchtower_rollups
+    where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0 ${only}
     union all
-    select user_id, null, null, null, null, null, events, null from watchtower_event_days where day = ${day}`;
-  const rows = read.filter((r) => r.scope !== null) as (Omit<(typeof read)[number], 'scope'> & { scope: string })[];
-  const seen = read.filter((r) => r.scope === null);
-  if (!rows.length) return 0;
+    select 's', user_id, scope, hour, kind::text, key, null, null, null, session from watchtower_breakdown_sessions
+    where hour >= ${h0} and hour < ${h1} ${only}
+    union all
+    select 'e', user_id, null, null, null, null, null, events, null, null from watchtower_event_days where day = ${day} ${only}
+    union all
+    select 'f', user_id, scope, null, null, null, null, max(fold), null, null from watchtower_rollup_days where day = ${day} ${only}
+    group by user_id, scope`;
   const groups = new Map<string, Group>();
-  for (const r of rows) {
-    const k = `${r.user_id}\u0000${r.scope}`;
+  const groupOf = (user: string, scope: string) => {
+    const k = `${user}\u0000${scope}`;
     let g = groups.get(k);
-    if (!g) groups.set(k, (g = { user: r.user_id, scope: r.scope, counters: new Map() }));
-    let list = g.counters.get(r.hour);
-    if (!list) g.counters.set(r.hour, (list = []));
-    list.push({ kind: r.kind, key: r.key, ms: r.ms, n: Number(r.n), micros: r.micros });
+    if (!g) groups.set(k, (g = { user, scope, fold: 0, counters: new Map(), sessions: new Map() }));
+    return g;
+  };
+  const counters: ReadRow[] = [], sessions: ReadRow[] = [], seen: ReadRow[] = [];
+  const folds = new Map<string, number>();
+  for (const r of read) {
+    if (r.what === 'e') seen.push(r);
+    else if (r.what === 'f') folds.set(`${r.user_id}\u0000${r.scope}`, Number(r.n) + 1);
+    else if (r.what === 'c') {
+      counters.push(r);
+      const hours = groupOf(r.user_id, r.scope!).counters;
+      let list = hours.get(r.hour!);
+      if (!list) hours.set(r.hour!, (list = []));
+      list.push({ kind: r.kind!, key: r.key!, ms: r.ms!, n: Number(r.n), micros: r.micros! });
+    } else {
+      sessions.push(r);
+      const hours = groupOf(r.user_id, r.scope!).sessions;
+      let names = hours.get(r.hour!);
+      if (!names) hours.set(r.hour!, (names = new Map()));
+      const k = `${r.kind}\u0000${r.key}`;
+      let list = names.get(k);
+      if (!list) names.set(k, (list = []));
+      list.push(r.session!);
+    }
   }
-  const cols = { user: [] as string[], scope: [] as string[], parts: [] as string[] };
+  // Owners with nothing to fold: a closing day is marked for them too (their events are all in
+  // fold rows already), unless they have session rows left (a day compacted by an earlier version).
+  const busy = new Set([...groups.values()].map((g) => g.user));
+  const idle = seen.filter((r) => !busy.has(r.user_id)).map((r) => r.user_id);
+  if (!groups.size && !(close && idle.length)) return 0;
+  const cols = { user: [] as string[], scope: [] as string[], parts: [] as string[], fold: [] as number[] };
   for (const g of groups.values()) {
-    const hours = [...g.counters.keys()].sort((a, b) => a - b);
+    const hours = [...new Set([...g.counters.keys(), ...g.sessions.keys()])].sort((a, b) => a - b);
     cols.user.push(g.user);
     cols.scope.push(g.scope);
-    cols.parts.push(hex(encodeDay(hours.map((hour) => counterPart(hour, g.counters.get(hour)!)))));
+    cols.fold.push(folds.get(`${g.user}\u0000${g.scope}`) ?? 0);
+    cols.parts.push(hex(encodeDay(hours.map((hour) => {
+      const names = [...(g.sessions.get(hour) ?? [])].map(([k, list]) => {
+        const i = k.indexOf('\u0000');
+        return [k.slice(0, i), k.slice(i + 1), list] as const;
+      });
+      return counterPart(hour, g.counters.get(hour) ?? [], names);
+    }))));
   }
-  const column = (f: (r: (typeof rows)[number]) => string | number) => pgArray(rows.map(f));
+  const column = (rows: ReadRow[], f: (r: ReadRow) => string | number | null) => pgArray(rows.map(f));
   // Unprepared (sql.unsafe), so planned for these arrays every time: see COMPACT_DAY.
   const [{ stored }] = await sql.unsafe<{ stored: number }[]>(COMPACT_DAY, [
     pgArray(cols.user), pgArray(cols.scope), pgArray(cols.parts), day,
-    column((r) => r.user_id), column((r) => r.scope), column((r) => r.hour), column((r) => r.kind), column((r) => r.key),
-    column((r) => r.ms), column((r) => r.n), column((r) => r.micros),
-    pgArray(seen.map((r) => r.user_id)), pgArray(seen.map((r) => r.n)), h0, h1,
+    column(counters, (r) => r.user_id), column(counters, (r) => r.scope), column(counters, (r) => r.hour), column(counters, (r) => r.kind),
+    column(counters, (r) => r.key), column(counters, (r) => r.ms), column(counters, (r) => r.n), column(counters, (r) => r.micros),
+    pgArray(seen.map((r) => r.user_id)), pgArray(seen.map((r) => r.n)), h0, h1, pgArray(cols.fold),
+    column(sessions, (r) => r.user_id), column(sessions, (r) => r.scope), column(sessions, (r) => r.hour), column(sessions, (r) => r.kind),
+    column(sessions, (r) => r.key), column(sessions, (r) => r.session), close, pgArray(idle),
   ]);
   await sql`
     delete from watchtower_rollups
@@ -185,9 +248,11 @@ export async function compactClosedDays(sql: postgres.Sql, now: number, stop = (
   let compacted = 0;
   for (const day of days.sort((a, b) => a - b)) {
     if (stop()) break;
+    // Counters to fold, or owners not yet marked (their counters may all be in folds already).
     const [{ any }] = await sql<{ any: boolean }[]>`
       select exists (select 1 from watchtower_rollups where hour >= ${day * 24} and hour < ${day * 24 + 24}
-                     and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0) as any`;
+                     and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0)
+          or exists (select 1 from watchtower_event_days where day = ${day} and compacted is null and user_id <> '') as any`;
     if (any && (await compactDay(sql, day)) > 0) compacted++;
   }
   // Closed days with rows not yet in blocks: each day once after its close, and again only for
@@ -213,6 +278,35 @@ export async function compactClosedDays(sql: postgres.Sql, now: number, stop = (
     await packEvents(sql, day);
   }
   return compacted;
+}
+
+/**
+ * An owner's open day is folded once it has this many counter and breakdown session rows: a
+ * statistics request then reads at most about this many of them, the rest as cached fold rows.
+ */
+export const FOLD_ROWS = 4000;
+
+/**
+ * Folds the days not yet closed (compactClosedDays takes the others) of the owners whose rows
+ * there reached `minRows`, each into its next fold row (compactDay). Resolves to the number of
+ * rows stored. Counting the rows reads the day's counters and session rows, which folding keeps
+ * few.
+ */
+export async function foldOpenDays(sql: postgres.Sql, now: number, stop = () => false, minRows = FOLD_ROWS): Promise<number> {
+  const first = Math.floor((now - COMPACT_AFTER_MS) / 86_400_000), today = Math.floor(now / 86_400_000);
+  let stored = 0;
+  for (let day = first; day <= today && !stop(); day++) {
+    const h0 = day * 24, h1 = h0 + 24;
+    const due = await sql<{ user_id: string }[]>`
+      select user_id from (
+        select user_id from watchtower_rollups
+        where hour >= ${h0} and hour < ${h1} and kind not in (${HOUR_SESSIONS}::"char", ${DAY_SESSIONS}::"char") and n > 0
+        union all
+        select user_id from watchtower_breakdown_sessions where hour >= ${h0} and hour < ${h1}) r
+      group by user_id having count(*) >= ${minRows}`;
+    if (due.length) stored += await compactDay(sql, day, false, due.map((r) => r.user_id));
+  }
+  return stored;
 }
 
 /** Above this, the indexes of an emptied events partition hold pages a rebuild would give back. */
@@ -310,33 +404,49 @@ export type SessionCount = [string, number, number];
 /** Days of session counters kept per instance (a day is ~25 rows per user and scope). */
 const SESSION_DAYS = 100_000;
 
+/** A day's cached fold rows (fold → its hour parts), and their parts merged into one, if built. */
+export interface CachedDay { folds: Map<number, FrozenHour[]>; merged: { folds: string; part: RollupPart } | null }
+
 /**
- * Decoded days of this instance, least recently used first, within a byte budget. A compacted
- * day never changes, so an entry is never stale: retention deletes the row, and a request simply
+ * Decoded fold rows of this instance, least recently used first, within a byte budget. A fold row
+ * never changes, so an entry is never stale: retention deletes the row, and a request simply
  * stops asking for it.
  */
 export class DayPartCache {
-  /** user + scope → day → parts; `order` holds the same entries, least recently used first. */
-  private readonly groups = new Map<string, Map<number, FrozenHour[]>>();
-  private readonly order = new Map<string, { group: string; day: number; bytes: number }>();
+  /** user + scope → day → its folds; `order` holds one entry per fold, least recently used first. */
+  private readonly groups = new Map<string, Map<number, CachedDay>>();
+  private readonly order = new Map<string, { group: string; day: number; fold: number; bytes: number }>();
   private bytes = 0;
   private readonly sessions = new Map<string, readonly SessionCount[]>();
   constructor(private readonly budget: number) {}
 
-  private touch(group: string, day: number): void {
-    const k = `${group}\u0000${day}`;
-    const entry = this.order.get(k);
-    if (!entry) return;
-    this.order.delete(k);
-    this.order.set(k, entry);
+  /** The cached days of a user and scope (marked as just used). */
+  daysOf(user: string, scope: string): ReadonlyMap<number, CachedDay> {
+    const group = `${user}\u0000${scope}`;
+    const days = this.groups.get(group) ?? new Map<number, CachedDay>();
+    for (const [day, { folds }] of days) {
+      for (const fold of folds.keys()) {
+        const k = `${group}\u0000${day}\u0000${fold}`;
+        const entry = this.order.get(k);
+        if (!entry) continue;
+        this.order.delete(k);
+        this.order.set(k, entry);
+      }
+    }
+    return days;
   }
 
-  /** The cached days of a user and scope, day → parts (marked as just used). */
-  daysOf(user: string, scope: string): ReadonlyMap<number, FrozenHour[]> {
-    const group = `${user}\u0000${scope}`;
-    const days = this.groups.get(group) ?? new Map<number, FrozenHour[]>();
-    for (const day of days.keys()) this.touch(group, day);
-    return days;
+  /**
+   * The parts of a day's folds merged into one (for buckets of whole days: assembleStats adds up
+   * the same counts from one part as from all of them), built once per set of folds.
+   */
+  mergedDay(user: string, scope: string, day: number, folds: readonly number[], build: () => RollupPart): RollupPart {
+    const cached = this.groups.get(`${user}\u0000${scope}`)?.get(day);
+    const key = folds.join(',');
+    if (cached?.merged?.folds === key) return cached.merged.part;
+    const part = build();
+    if (cached) cached.merged = { folds: key, part };
+    return part;
   }
 
   /**
@@ -363,21 +473,26 @@ export class DayPartCache {
     }
   }
 
-  set(user: string, scope: string, day: number, parts: FrozenHour[]): void {
+  set(user: string, scope: string, day: number, fold: number, parts: FrozenHour[]): void {
     const group = `${user}\u0000${scope}`;
     const bytes = parts.reduce((n, p) => n + p.encode().byteLength, 0);
-    if (bytes > this.budget || this.groups.get(group)?.has(day)) return;
+    if (bytes > this.budget || this.groups.get(group)?.get(day)?.folds.has(fold)) return;
     let days = this.groups.get(group);
     if (!days) this.groups.set(group, (days = new Map()));
-    days.set(day, parts);
-    this.order.set(`${group}\u0000${day}`, { group, day, bytes });
+    let cached = days.get(day);
+    if (!cached) days.set(day, (cached = { folds: new Map(), merged: null }));
+    cached.folds.set(fold, parts);
+    this.order.set(`${group}\u0000${day}\u0000${fold}`, { group, day, fold, bytes });
     this.bytes += bytes;
     for (const [k, entry] of this.order) {
       if (this.bytes <= this.budget) break;
       this.order.delete(k);
       this.bytes -= entry.bytes;
       const g = this.groups.get(entry.group)!;
-      g.delete(entry.day);
+      const d = g.get(entry.day)!;
+      d.folds.delete(entry.fold);
+      d.merged = null;
+      if (!d.folds.size) g.delete(entry.day);
       if (!g.size) this.groups.delete(entry.group);
     }
   }

@@ -513,4 +513,24 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 14,
+    name: 'folds of busy days, breakdown sessions in compacted days',
+    // A day's counter rows and breakdown sessions are folded into immutable rows of
+    // watchtower_rollup_days while the day still takes events, whenever they have grown (a busy
+    // hour holds one counter row per route and distinct duration, and a session set per name), and
+    // once more when it closes (lib/store/postgres-compaction.ts). Each fold of a user, scope and
+    // day has the next number; two instances folding the same rows at once both try the same
+    // number, and only the one whose row is stored subtracts what it folded.
+    // watchtower_event_days.folded: the owner's day was compacted by this version, which moves
+    // the breakdown sessions into the day's rows, so that statistics read that day's session
+    // rows only if it took events since (days compacted before keep their rows, and are read
+    // as before).
+    sql: `
+      alter table watchtower_rollup_days add column fold integer not null default 0;
+      alter table watchtower_rollup_days drop constraint watchtower_rollup_days_pkey;
+      alter table watchtower_rollup_days add primary key (user_id, scope, day, fold);
+      alter table watchtower_event_days add column folded boolean not null default false;
+    `,
+  },
 ];

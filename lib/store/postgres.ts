@@ -12,7 +12,7 @@ import { withinDepth } from '../shape.ts';
 import type { Recents } from '../live-window.ts';
 import { assembleStats, planStats, type StatsPlan } from '../rollup/assemble.ts';
 import {
-  breakdownSessionsPart, CounterRollups, counterPart, DAY_SESSIONS, DIM_KINDS, eventCounters, HOUR_SESSIONS, TYPE, VITAL_KINDS, type Counter,
+  CounterRollups, counterPart, DAY_SESSIONS, DIM_KINDS, eventCounters, HOUR_SESSIONS, TYPE, VITAL_KINDS, type Counter,
 } from '../rollup/counters.ts';
 import { asHour, HourRollup, rollupRow, type RollupPart } from '../rollup/hour.ts';
 import {
@@ -20,7 +20,8 @@ import {
   resolveRange, routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
-import { compactClosedDays, DayPartCache, decodeDay, type SessionCount } from './postgres-compaction.ts';
+import { compactClosedDays, DayPartCache, decodeDay, foldOpenDays, type SessionCount } from './postgres-compaction.ts';
+import { analyzeChangedPartitions } from './postgres-analyze.ts';
 import { groupCommit } from './postgres-group-commit.ts';
 import { issueLease, safeHorizon, scanErrors } from './postgres-issue-feed.ts';
 import { isoBounds } from './filter.ts';
@@ -55,6 +56,12 @@ export interface PostgresStoreOptions {
    * instance that dies is taken over within this long.
    */
   issueLeaseMs?: number;
+  /**
+   * How often the instance folds the rows of busy open days (foldOpenDays) and renews the planner
+   * statistics of the partitions that changed enough since they were taken (analyzeChangedPartitions);
+   * default 10 s.
+   */
+  upkeepIntervalMs?: number;
 }
 
 export const DEFAULT_CHANNEL = 'watchtower_events';
@@ -287,7 +294,7 @@ type NewestOf = (f: EventFilter, want: number, days: readonly EventDay[]) => Pro
  * partition. `counters`: whether the day may still have counter rows of the owner (it is not
  * compacted, or took events since).
  */
-export interface EventDay { day: number; first: number; last: number; events: number; moved?: number; counters?: boolean }
+export interface EventDay { day: number; first: number; last: number; events: number; moved?: number; counters?: boolean; folded?: boolean }
 
 /** A block of watchtower_event_blocks: up to BLOCK_EVENTS of one owner's events of a closed day. */
 export interface EventBlock { day: number; first: number; last: number; events: number }
@@ -535,6 +542,23 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     compact();
   }, options.maintenanceIntervalMs ?? 3_600_000);
   (maintenance as { unref?: () => void }).unref?.();
+  // Busy open days: their rows folded as they grow (foldOpenDays), then the planner statistics
+  // of today's and yesterday's partitions renewed as they fill (postgres-analyze.ts).
+  // Each instance keeps up after its own inserts (an idle one leaves it to those that insert).
+  let upkeep: Promise<void> | null = null;
+  let wrote = false;
+  const keepUp = () => {
+    const now = Date.now(), today = Math.floor(now / DAY_MS);
+    if (upkeep || !wrote) return;
+    wrote = false;
+    upkeep = foldOpenDays(sql, now, () => closed)
+      .then(() => (closed ? undefined : analyzeChangedPartitions(sql, [today - 1, today])))
+      .then(() => {})
+      .catch((err: unknown) => void (isUnavailable(err) || log(`open-day upkeep failed: ${err instanceof Error ? err.message : err}`)))
+      .finally(() => (upkeep = null));
+  };
+  const upkeeper = setInterval(keepUp, options.upkeepIntervalMs ?? 10_000);
+  (upkeeper as { unref?: () => void }).unref?.();
 
   let listener: ((events: StoredEvent[]) => void) | null = null;
   let delivery: Promise<void> = Promise.resolve();
@@ -793,6 +817,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const texts = new WeakMap<StoredEvent, string>();
   const insert = groupCommit(async (events) => {
     const fresh = await writeBatch(events);
+    if (fresh.size) wrote = true;
     return new Set(events.filter((e) => fresh.has(`${col(e.user_id) ?? ''}\u0000${col(e.id)}`)));
   }, { maxInflight: MAX_INFLIGHT, maxEvents: MAX_GROUP_EVENTS });
 
@@ -811,7 +836,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const daysOf = async (f: Pick<EventFilter, 'userId' | 'since' | 'until'>): Promise<EventDay[]> => {
     const rows = await sql<EventDay[]>`
       select day, first_seq::float8 as first, last_seq::float8 as last, events::float8 as events, moved::float8 as moved,
-             compacted is null or events > compacted as counters
+             compacted is null or events > compacted as counters, folded
       from watchtower_event_days where user_id = ${col(f.userId)}
         ${f.since !== undefined ? sql`and day >= ${Math.floor(f.since / DAY_MS)}` : sql``}
         ${f.until !== undefined ? sql`and day <= ${Math.floor((f.until - 1) / DAY_MS)}` : sql``}`;
@@ -922,10 +947,11 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       // A bad range is a RangeError before any query.
       planStats(now, range);
       return guard('stats', async () => {
-        // Whether the user has events at or after the range's end: if not, a range ending after
-        // the latest event (one ending now) takes its last hour whole from rollups rather than
-        // reading its raw rows (see planStats). Only the hours from the end's on are looked at, so
-        // the planner reads the partitions of those days only; without a range nothing is needed.
+        // Whether the user has events at or after the range's end: if not (a range ending now, as
+        // most do), its last hour is taken whole from rollups rather than from raw rows (see
+        // planStats). The latest receive time from the end's hour on, exactly: rows by the
+        // (user, received_at) index of the partitions from the end's day on, and the blocks of
+        // closed days. Only the user's: any project's event there is the conservative answer.
         let latest = Infinity;
         const to = range === undefined ? undefined : resolveRange(range, now)?.to;
         // The user's days (the counters to read, and where the latest events are), beside it.
@@ -933,13 +959,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         days.catch(() => {});
         if (to !== undefined) {
           const endHour = Math.floor(to / HOUR_MS);
-          const [{ hour }] = await sql<{ hour: number | null }[]>`
+          const from = new Date(endHour * HOUR_MS).toISOString();
+          const [{ at }] = await sql<{ at: Date | null }[]>`
             select greatest(
-              (select max(hour) from watchtower_rollups
-                where user_id = ${user} and scope = ${scope} and kind = ${TYPE}::text and hour >= ${endHour}),
-              (select max(day) * 24 + 23 from watchtower_rollup_days
-                where user_id = ${user} and scope = ${scope} and day >= ${Math.floor(endHour / 24)})) as hour`;
-          latest = (hour === null ? endHour : hour + 1) * HOUR_MS - 1;
+              (select max(received_at) from watchtower_events where user_id = ${user} and received_at >= ${from}::timestamptz),
+              (select max(last_received) from watchtower_event_blocks
+                where user_id = ${user} and day >= ${Math.floor(endHour / 24)} and last_received >= ${from}::timestamptz)) as at`;
+          latest = at === null ? endHour * HOUR_MS - 1 : at.getTime();
         }
         const plan = planStats(now, range, latest);
         return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId),
@@ -997,8 +1023,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     async close() {
       closed = true;
       clearInterval(maintenance);
+      clearInterval(upkeeper);
       await lease.release();
       await compacting;
+      await upkeep;
       listener = null;
       if (pinger) clearInterval(pinger);
       await listenSql?.end({ timeout: 1 }).catch(() => {});
@@ -1090,22 +1118,17 @@ export async function dropDaysBefore(sql: postgres.Sql, cutoff: number): Promise
 }
 
 /**
- * A compacted day's hour parts merged into one part (of the day's first hour), kept as long as
- * the day's parts are (a compacted day never changes). For buckets of whole days only: then every
- * hour of the day adds to the same bucket, and assembleStats adds up the same counts and durations
- * from one part as from 24, at a 24th of the work (an all-time answer adds every day kept).
+ * A day's fold rows' hour parts merged into one part (of the day's first hour), kept by the cache
+ * as long as the day's folds are. For buckets of whole days only: then every hour of the day adds
+ * to the same bucket, and assembleStats adds up the same counts and durations from one part as
+ * from all of them, at a fraction of the work (an all-time answer adds every day kept).
  */
-const mergedDays = new WeakMap<readonly RollupPart[], RollupPart>();
-function dayPart(day: number, hours: readonly RollupPart[]): RollupPart {
-  let part = mergedDays.get(hours);
-  if (!part) {
+function dayPart(cache: DayPartCache, user: string, scope: string, day: number, folds: readonly number[], hours: readonly RollupPart[]): RollupPart {
+  return cache.mergedDay(user, scope, day, folds, () => {
     const merged = new HourRollup(day * 24);
-    for (const p of hours) {
-      merged.merge(asHour(p, day * 24));
-    }
-    mergedDays.set(hours, (part = merged));
-  }
-  return part;
+    for (const p of hours) merged.merge(asHour(p, day * 24));
+    return merged;
+  });
 }
 
 /**
@@ -1156,8 +1179,6 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   // without them their counters are not even read.
   const breakdowns = r !== null && r.from >= breakdownsFrom * HOUR_MS;
   const notRead = [HOUR_SESSIONS, DAY_SESSIONS, ...(breakdowns ? [] : [...DIM_KINDS, ...VITAL_KINDS])];
-  const hours = (from: number, to: number) =>
-    sql`${Number.isFinite(from) ? sql`and hour >= ${from}` : sql``} ${Number.isFinite(to) ? sql`and hour < ${to}` : sql``}`;
   const perBucket = r ? r.bucketMs / HOUR_MS : 24;
   const today = Math.floor(now / DAY_MS);
   // Session counters: of the range's whole hours, or of the days of the series without a range.
@@ -1177,6 +1198,9 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const inSpans = (spans: [number, number][]) => spans.length === 0 ? sql`false`
     : spans.map(([a, b]) => sql`(hour >= ${a} and hour < ${b})`).reduce((x, y) => sql`${x} or ${y}`);
   const counterDays = userDays.filter((d) => d.counters).map((d) => d.day);
+  // Breakdown session rows: of the days with counters, and of days compacted before fold rows
+  // took the sessions (watchtower_event_days.folded); the others' are in their fold rows.
+  const sessionRowDays = userDays.filter((d) => d.counters || !d.folded).map((d) => d.day);
   // Session counters of the series' hours: those of compacted days that took no insert since
   // come from this instance's cache (they no longer change), the others' from the database,
   // whole days, so that a closed day read once is cached.
@@ -1194,7 +1218,8 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
 
   // Compacted days are read in the same statement as the counters: one snapshot, so a compaction
   // committing meanwhile is seen either whole (day rows, no counters) or not at all.
-  const cached = new Map(cache.daysOf(user, scope));
+  const cached = cache.daysOf(user, scope);
+  const cachedFolds = [...cached].flatMap(([day, { folds }]) => [...folds.keys()].map((fold) => `${day}:${fold}`));
   // The latest errors and events: read by days (see readByDays), beside the main statement.
   const window: EventFilter = { userId: user, ...(project === null ? {} : { projectId: project }), ...(r ? { since: r.from, until: r.to } : {}) };
   const days = daysWithin(userDays, window);
@@ -1242,15 +1267,17 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   // nearly always every route in range, so their points are read beside the main statement
   // rather than after it. A route they miss is read after it; one not in range is left out.
   const guessed = new Map<string, number>();
-  for (const [day, hours] of cached) {
+  for (const [day, { folds }] of cached) {
     if (day * 24 + 24 <= h0 || day * 24 >= h1) continue;
-    const { routes, routeCounts } = dayPart(day, hours).columns();
-    routes.forEach((route, i) => guessed.set(route, (guessed.get(route) ?? 0) + routeCounts[i]));
+    for (const part of [...folds.values()].flat()) {
+      const { routes, routeCounts } = part.columns();
+      routes.forEach((route, i) => guessed.set(route, (guessed.get(route) ?? 0) + routeCounts[i]));
+    }
   }
   const pointsEarly = guessed.size ? pointsOf(guessed) : null;
   pointsEarly?.catch(() => {});
   const [row] = await sql<{
-    days: [number, string | null][];
+    days: [number, number, string | null][];
     counters: [string, string, number, number | null, number, number][];
     session_counts: [string, number, number][];
     sessions: [number, string][];
@@ -1259,8 +1286,8 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     active: number;
   }[]>`
     select
-      (select coalesce(json_agg(json_build_array(day, case when day = any(${pgArray([...cached.keys()])}::int4[]) then null
-                                                      else encode(parts, 'base64') end)), '[]')
+      (select coalesce(json_agg(json_build_array(day, fold, case when day || ':' || fold = any(${pgArray(cachedFolds)}::text[]) then null
+                                                            else encode(parts, 'base64') end) order by day, fold), '[]')
          from watchtower_rollup_days
          where user_id = ${user} and scope = ${scope}
            ${Number.isFinite(h0) ? sql`and day >= ${Math.floor(h0 / 24)}` : sql``}
@@ -1279,7 +1306,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
          where user_id = ${user} and scope = ${scope} and ${anyOf(cut, (a, b) => sql`(hour >= ${a} and hour < ${b})`)}) as sessions,
       (select coalesce(json_agg(json_build_array(kind, key, sessions)), '[]') from (
          select kind::text, key, array_agg(distinct session) as sessions from watchtower_breakdown_sessions
-         where ${breakdowns && h0 < h1}::boolean and user_id = ${user} and scope = ${scope} ${hours(h0, h1)}
+         where ${breakdowns && h0 < h1}::boolean and user_id = ${user} and scope = ${scope} and (${inSpans(daySpans(sessionRowDays, h0, h1))})
          group by kind, key) t) as breakdown_sessions,
       -- The stored texts as one JSON array, which the instance parses at once.
       -- The rows of those hours, and those of blocks (closed days) that reach into them.
@@ -1339,14 +1366,22 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   // Closed days: their hour parts within the whole hours (their sessions are counted above). A
   // day wholly in range whose buckets are whole UTC days is one part, its hours merged.
   const daysWhole = r === null || r.bucketMs % DAY_MS === 0;
-  for (const [day, base64] of row.days) {
-    let hours = cached.get(day);
-    if (!hours) cache.set(user, scope, day, (hours = decodeDay(Uint8Array.from(atob(base64!), (c) => c.charCodeAt(0)))));
-    if (daysWhole && day * 24 >= h0 && day * 24 + 24 <= h1) parts.push(dayPart(day, hours));
+  const foldsOf = new Map<number, { folds: number[]; hours: RollupPart[] }>();
+  for (const [day, fold, base64] of row.days) {
+    let hours = cached.get(day)?.folds.get(fold);
+    if (!hours) cache.set(user, scope, day, fold, (hours = decodeDay(Uint8Array.from(atob(base64!), (c) => c.charCodeAt(0)))));
+    let folds = foldsOf.get(day);
+    if (!folds) foldsOf.set(day, (folds = { folds: [], hours: [] }));
+    folds.folds.push(fold);
+    folds.hours.push(...hours);
+  }
+  for (const [day, { folds, hours }] of foldsOf) {
+    if (daysWhole && day * 24 >= h0 && day * 24 + 24 <= h1) parts.push(dayPart(cache, user, scope, day, folds, hours));
     else for (const part of hours) if (part.hour >= h0 && part.hour < h1) parts.push(part);
   }
-  // The sessions of every breakdown name over the whole hours (the counters carry the events).
-  if (row.breakdown_sessions.length) parts.push(breakdownSessionsPart(h0, row.breakdown_sessions));
+  // The sessions of every breakdown name over the whole hours still in rows (the counters carry
+  // the events).
+  if (row.breakdown_sessions.length) parts.push(counterPart(Number.isFinite(h0) ? h0 : 0, [], row.breakdown_sessions));
   const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut);
   // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
   const edges = HourRollup.fromRows((JSON.parse(row.edges) as StoredEvent[]).map((e) => rollupRow(e)));

@@ -1,0 +1,226 @@
+// PostgreSQL statistics on busy days, loaded the way users send events: BENCH_EVENTS (5,000,000)
+// events of one user through POST /api/events in batches of 50, over BENCH_DAYS (90) days in
+// daily rushes, three of those days with BENCH_BUSY (300,000) events received within a minute:
+// 60 days ago, 30 days ago and today (still open). Past days are sent through the handler in
+// this process with its clock moved back; then a server process (`server.ts`) opens the database,
+// compacts the closed days at start, and receives today's burst over HTTP. Reads go over HTTP to
+// that server: ranged statistics with breakdowns and vitals (`from` = now − 30 days to the
+// millisecond, so that its edge hour is the busy hour of 30 days ago; `from` in the middle of
+// that burst; the last hour; 7 days by day) and all time, right after the burst and again after
+// BENCH_SETTLE_S (60) s of background work. The server's RSS is read from /proc after each.
+// Closed busy days before compaction are measured in this process, before the server starts.
+// BENCH_KEEP_DB=1 keeps the database, for EXPLAIN.
+import { readFileSync } from 'node:fs';
+import postgres from 'postgres';
+import { createHandler } from '../lib/handler.ts';
+import { createMemoryRecords } from '../lib/records/memory.ts';
+import { openPostgresStore } from '../lib/store/postgres.ts';
+import { createTestDatabase } from '../test/helpers/postgres.ts';
+import { machine, median, start, writeSection } from './lib.ts';
+
+const TOTAL = Number(process.env.BENCH_EVENTS ?? 5_000_000);
+const BUSY = Number(process.env.BENCH_BUSY ?? 300_000);
+const DAYS = Number(process.env.BENCH_DAYS ?? 90);
+const RUNS = Number(process.env.BENCH_RUNS ?? 15);
+const SETTLE_S = Number(process.env.BENCH_SETTLE_S ?? 60);
+const BATCH = 50;
+const CONCURRENCY = 8;
+const USER = 'busy-user';
+const MIN = 60_000, HOUR = 3_600_000, DAY = 86_400_000;
+const HEADERS = { 'content-type': 'application/json', 'x-idp-user-id': USER };
+
+let seed = 7;
+const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)];
+const AGENTS = [
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+  'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15',
+  'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1',
+  'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+  'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36',
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0',
+];
+const REFERRERS = ['https://www.google.com/search?q=shop', 'https://news.ycombinator.com/item?id=1', 'https://t.co/x', 'https://duckduckgo.com/', '', '', ''];
+const VITALS = ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'];
+let sessions = 0;
+
+/** One visitor's batch of events (a session of its own), sent with one of the user agents. */
+function batch(): { agent: string; body: string } {
+  const session = `s-${++sessions}`;
+  const version = `1.${Math.floor(rand() * 6)}.0`;
+  const events = Array.from({ length: BATCH }, () => {
+    const route = `/route/${Math.floor(rand() * rand() * 40)}`;
+    const type = pick(['pageload', 'pageload', 'pageload', 'click', 'click', 'performance', 'performance', 'error', 'feedback', 'custom']);
+    const data: Record<string, unknown> = {};
+    if (type === 'pageload') Object.assign(data, { duration: Math.round(50 + rand() * rand() * 6000), ttfb: Math.round(rand() * 400) });
+    else if (type === 'performance') {
+      const name = pick(VITALS);
+      data.name = name;
+      data.value = name === 'CLS' ? Math.round(rand() * 500) / 1000 : Math.round(rand() * rand() * 5000);
+    } else if (type === 'error') Object.assign(data, { message: `TypeError: x is undefined #${Math.floor(rand() * 30)}`, stack: 'at f (app.js:1:1)' });
+    else if (type === 'feedback') data.rating = 1 + Math.floor(rand() * 5);
+    return { type, sessionId: session, deployVersion: version, route, referrer: pick(REFERRERS), data };
+  });
+  return { agent: pick(AGENTS), body: JSON.stringify({ events }) };
+}
+
+/** Sends `count` events spread over [from, to) with CONCURRENCY requests in flight. */
+async function send(count: number, from: number, to: number, post: (at: number, agent: string, body: string) => Promise<void>): Promise<void> {
+  const batches = Math.ceil(count / BATCH);
+  let next = 0;
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    for (let i = next++; i < batches; i = next++) {
+      const { agent, body } = batch();
+      await post(from + Math.floor(((to - from) * i) / batches), agent, body);
+    }
+  }));
+}
+
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)];
+const f1 = (n: number) => n.toFixed(1);
+const int = (n: number) => Math.round(n).toLocaleString('en-US');
+const rssOf = (pid: number) => {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+};
+
+/** p50 and p95 of RUNS answers to `path` after one warm-up; every answer must be 200. */
+async function timed(get: (path: string) => Promise<Response>, path: string): Promise<{ p50: number; p95: number }> {
+  const times: number[] = [];
+  for (let i = 0; i <= RUNS; i++) {
+    const t = performance.now();
+    const res = await get(path);
+    const body = await res.text();
+    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${body.slice(0, 200)}`);
+    if (i > 0) times.push(performance.now() - t);
+  }
+  return { p50: median(times), p95: pct(times, 95) };
+}
+
+// --- Load -------------------------------------------------------------------------------------
+
+const t0 = Date.now();
+const today = Math.floor(t0 / DAY);
+// The bursts of past days are at ten past the hour of this moment's time of day, so that "now −
+// 30 days" computed when the reads begin falls in the same hour, after the burst.
+const burstAt = (daysAgo: number) => Math.floor((t0 - daysAgo * DAY) / HOUR) * HOUR + 10 * MIN;
+const BUSY_DAYS = [60, 30];
+const db = await createTestDatabase();
+console.log(`database ${db.name}; ${int(TOTAL)} events, ${int(BUSY)} a busy day`);
+let clock = 0;
+const loadStore = await openPostgresStore({ url: db.url, log: (m) => console.log(`[load] ${m}`) });
+const loadHandler = createHandler({ store: loadStore, records: createMemoryRecords(), now: () => clock, rateLimit: { rate: 0, burst: 0 }, log: () => {}, monitoring: { processEveryMs: 3_600_000 } });
+const viaHandler = async (at: number, agent: string, body: string) => {
+  clock = at;
+  const res = (await loadHandler(new Request('http://watchtower.test/api/events', { method: 'POST', headers: { ...HEADERS, 'user-agent': agent }, body })))!;
+  if (res.status !== 202 && res.status !== 200) throw new Error(`ingest ${res.status}: ${await res.text()}`);
+  await res.arrayBuffer();
+};
+// Every day but the busy ones: its share of the rest in rushes, most of it in its busiest hour.
+const background = TOTAL - BUSY * (BUSY_DAYS.length + 1);
+const perDay = Math.floor(background / (DAYS + 1));
+const loadStart = performance.now();
+for (let d = DAYS; d >= 0; d--) {
+  const dayStart = (today - d) * DAY;
+  if (BUSY_DAYS.includes(d)) {
+    await send(BUSY, burstAt(d), burstAt(d) + MIN, viaHandler);
+    continue;
+  }
+  // Today's rushes end before now (the burst comes later, over HTTP).
+  const hours = d === 0 ? Math.max(1, Math.floor((t0 - dayStart) / HOUR) - 1) : 24;
+  const peak = dayStart + Math.floor(hours * 0.6) * HOUR;
+  await send(Math.floor(perDay * 0.4), peak, peak + 20 * MIN, viaHandler);
+  await send(perDay - Math.floor(perDay * 0.4), dayStart, dayStart + hours * HOUR, viaHandler);
+}
+const loadSeconds = (performance.now() - loadStart) / 1000;
+console.log(`past days loaded in ${f1(loadSeconds)} s`);
+
+// Closed busy days before compaction, in this process (its store compacts only hourly).
+const inProcess = (path: string) => loadHandler(new Request(`http://watchtower.test${path}`, { headers: HEADERS }));
+const iso = (ms: number) => new Date(ms).toISOString();
+clock = Date.now();
+const uncompacted = {
+  month: await timed(inProcess, `/api/stats?from=${iso(Date.now() - 30 * DAY)}`),
+  midBurst: await timed(inProcess, `/api/stats?from=${iso(burstAt(30) + 30_000)}`),
+  all: await timed(inProcess, '/api/stats'),
+};
+await loadHandler.close();
+await loadStore.close();
+
+// --- The server: compaction at start, then today's burst over HTTP ----------------------------
+
+const server = await start(process.execPath, ['--import', 'tsx', 'server.ts'],
+  { SERVICE_STORAGE: 'postgres', DATABASE_URL: db.url, SERVICE_RATE_LIMIT: '0', SERVICE_RETENTION_DAYS: '0' });
+const admin = postgres(db.url, { max: 1, onnotice: () => {} });
+const compactStart = performance.now();
+for (;;) {
+  const [{ left }] = await admin<{ left: number }[]>`
+    select count(*)::int as left from watchtower_event_days where day < ${today} and (compacted is null or events > moved)`;
+  if (left === 0) break;
+  await new Promise((r) => setTimeout(r, 500));
+}
+const compactSeconds = (performance.now() - compactStart) / 1000;
+console.log(`closed days compacted in ${f1(compactSeconds)} s`);
+const get = (path: string) => fetch(server.url + path, { headers: HEADERS });
+const reads = () => ({
+  month: `/api/stats?from=${iso(Date.now() - 30 * DAY)}`,
+  midBurst: `/api/stats?from=${iso(burstAt(30) + 30_000)}`,
+  hour: `/api/stats?from=${iso(Date.now() - HOUR)}`,
+  week: `/api/stats?from=${iso(Date.now() - 7 * DAY)}&interval=day`,
+  all: '/api/stats',
+});
+type Reads = Record<keyof ReturnType<typeof reads>, { p50: number; p95: number }>;
+const measure = async (): Promise<Reads> => {
+  const paths = reads();
+  const out = {} as Reads;
+  for (const key of Object.keys(paths) as (keyof Reads)[]) out[key] = await timed(get, paths[key]);
+  return out;
+};
+const before = await measure();
+const rssBefore = rssOf(server.child.pid!);
+const burstStart = performance.now();
+await send(BUSY, 0, 0, async (_at, agent, body) => {
+  const res = await fetch(server.url + '/api/events', { method: 'POST', headers: { ...HEADERS, 'user-agent': agent }, body });
+  if (res.status !== 202 && res.status !== 200) throw new Error(`ingest ${res.status}: ${await res.text()}`);
+  await res.arrayBuffer();
+});
+const burstSeconds = (performance.now() - burstStart) / 1000;
+console.log(`today's burst of ${int(BUSY)} in ${f1(burstSeconds)} s`);
+const atOnce = await measure();
+const rssAtOnce = rssOf(server.child.pid!);
+await new Promise((r) => setTimeout(r, SETTLE_S * 1000));
+const settled = await measure();
+const rssSettled = rssOf(server.child.pid!);
+await server.stop();
+const bytes = (await admin<{ bytes: string }[]>`select pg_database_size(current_database())::text as bytes`)[0].bytes;
+await admin.end();
+if (process.env.BENCH_KEEP_DB === '1') console.log(`kept database ${db.url}`);
+else await db.drop();
+
+// --- Report ------------------------------------------------------------------------------------
+
+const cell = (m: { p50: number; p95: number }) => `${f1(m.p50)} ms (p95 ${f1(m.p95)})`;
+const rows: [string, keyof Reads][] = [
+  ['`from` = now − 30 days (edge hour: the busy hour of 30 days ago, after its burst)', 'month'],
+  ['`from` in the middle of the burst of 30 days ago', 'midBurst'],
+  ['`from` = now − 1 hour', 'hour'],
+  ['`from` = now − 7 days, `interval=day`', 'week'],
+  ['all time', 'all'],
+];
+const md = `## PostgreSQL statistics on busy days
+
+\`npm run bench:postgres-busy\` (BENCH_EVENTS=${TOTAL}, BENCH_BUSY=${BUSY}). ${machine()}. PostgreSQL on the same two cores, default settings; the machine is shared, so compare rows of one run.
+
+${int(TOTAL)} events of one user, sent as users send them: \`POST /api/events\` in batches of ${BATCH} (one visitor's session each, one of ${AGENTS.length} browsers, ${VITALS.length} web vitals, up to 40 routes), ${CONCURRENCY} requests in flight. ${DAYS} days of daily rushes (${int(perDay)} events a day, 40% of them within 20 minutes), and ${int(BUSY)} events within a minute on three days: 60 and 30 days ago (sent through the handler in process with its clock moved back: ${f1(loadSeconds)} s for the past days) and today, sent over HTTP to the server (${f1(burstSeconds)} s). The server compacted the closed days at start in ${f1(compactSeconds)} s. Every read is \`GET /api/stats\` over HTTP (breakdowns and vitals included with a range), ${RUNS} runs after a warm-up.
+
+| read | before today's burst | right after it | after ${SETTLE_S} s of background work | target |
+|---|---|---|---|---|
+${rows.map(([label, key]) => `| ${label} | ${cell(before[key])} | ${cell(atOnce[key])} | ${cell(settled[key])} | < 50 ms (< 100 ms right after) |`).join('\n')}
+
+Closed busy days before compaction (in the loading process, before the server started): \`from\` = now − 30 days ${cell(uncompacted.month)}, \`from\` mid-burst ${cell(uncompacted.midBurst)}, all time ${cell(uncompacted.all)}.
+
+Server memory: RSS ${int(rssBefore.rss)} MiB before the burst, ${int(rssAtOnce.rss)} MiB right after it and its reads, ${int(rssSettled.rss)} MiB after the settled reads (peak ${int(rssSettled.peak)} MiB); target < 250 MiB. Database size: ${int(Number(bytes) / 2 ** 20)} MiB.
+`;
+console.log(md);
+if (process.env.BENCH_WRITE !== '0') writeSection('postgres-busy', md);
