@@ -15,6 +15,7 @@ import postgres from 'postgres';
 import { createHandler } from '../lib/handler.ts';
 import { createMemoryRecords } from '../lib/records/memory.ts';
 import { openPostgresStore } from '../lib/store/postgres.ts';
+import { COMPACT_AFTER_MS } from '../lib/store/postgres-compaction.ts';
 import { createTestDatabase } from '../test/helpers/postgres.ts';
 import { machine, median, start, writeSection } from './lib.ts';
 
@@ -156,7 +157,7 @@ const admin = postgres(db.url, { max: 1, onnotice: () => {} });
 const compactStart = performance.now();
 for (;;) {
   const [{ left }] = await admin<{ left: number }[]>`
-    select count(*)::int as left from watchtower_event_days where day < ${today} and (compacted is null or events > moved)`;
+    select count(*)::int as left from watchtower_event_days where day < ${Math.floor((Date.now() - COMPACT_AFTER_MS) / DAY)} and (compacted is null or events > moved)`;
   if (left === 0) break;
   await new Promise((r) => setTimeout(r, 500));
 }

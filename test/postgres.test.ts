@@ -633,6 +633,38 @@ async function register() {
     assert.equal([...scanned].sort(), [`watchtower_breakdown_sessions_p${day}`, `watchtower_rollups_p${day}`], 'partitions scanned');
   });
 
+  test('busy open day: the store folds its rows and renews its partitions\' planner statistics by itself; stats stay exact', async () => {
+    const own = await createTestDatabase();
+    const store = await openPostgresStore({ url: own.url, connectTimeout: 3, upkeepIntervalMs: 100 });
+    try {
+      const now = Date.now();
+      // 2,000 pageloads within a minute, 200 sessions, 40 routes, 30 referrers, distinct durations:
+      // more counter and breakdown session rows than an open day keeps before it is folded.
+      const events = Array.from({ length: 2000 }, (_, i) => ev({
+        id: `busy-${i}`, type: 'pageload', sessionId: `bs${i % 200}`, route: `/r${i % 40}`, referrer: `https://ref${i % 30}.example`,
+        deployVersion: `v${i % 7}`, data: { duration: i },
+      }, 'busy', now - 60_000 + i * 30));
+      for (let i = 0; i < events.length; i += 250) await store.insert(events.slice(i, i + 250));
+      const days = [...new Set(events.map((e) => Math.floor(Date.parse(e.received_at) / 86_400_000)))];
+      const state = () => own.query(async (sql) => (await sql<{ folds: number; counters: number; analyzed: boolean }[]>`
+        select (select count(*)::int from watchtower_rollup_days where user_id = 'busy' and day = any(${days}::int4[])) as folds,
+               (select count(*)::int from watchtower_rollups where user_id = 'busy' and kind not in ('s', 'S') and n > 0) as counters,
+               (select bool_and(last_analyze is not null) from pg_stat_user_tables
+                where relname = any(${days.map((d) => `watchtower_events_p${d}`)}::text[])) as analyzed`)[0]);
+      let seen = await state();
+      for (const end = Date.now() + 20_000; Date.now() < end && !(seen.folds > 0 && seen.analyzed); await sleep(100)) seen = await state();
+      assert.ok(seen.folds > 0, 'the busy open day was folded');
+      assert.ok(seen.analyzed, 'its events partition was analyzed');
+      assert.ok(seen.counters < 1000, `few counter rows are left (${seen.counters})`);
+      for (const range of [undefined, { from: now - 2 * 3_600_000 + 1234 }, { from: now - 30_000 }]) {
+        assert.equal(await store.stats('busy', now + 1000, range), computeStats(events, now + 1000, range), `stats ${JSON.stringify(range)}`);
+      }
+    } finally {
+      await store.close();
+      await own.drop();
+    }
+  });
+
   test('compaction rebuilds a closed day\'s events indexes once, smaller; reads answer the same', async () => {
     const own = await createTestDatabase();
     try {
@@ -1038,6 +1070,9 @@ async function register() {
 
   /** The schema as version 10 left it: the events of blocks back as rows, no issue feed (versions 12 and 13). */
   const asVersion10 = (sql: postgres.Sql) => sql.unsafe(`
+    drop table watchtower_day_points;
+    alter table watchtower_event_days drop column pointed;
+    drop table watchtower_sessions_seen;
     alter table watchtower_rollup_days drop constraint watchtower_rollup_days_pkey;
     alter table watchtower_rollup_days drop column fold;
     alter table watchtower_rollup_days add primary key (user_id, scope, day);

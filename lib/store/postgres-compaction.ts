@@ -19,6 +19,7 @@ import type postgres from 'postgres';
 import { encodePart, FrozenHour } from '../rollup/codec.ts';
 import { counterPart, DAY_SESSIONS, HOUR_SESSIONS, type Counter } from '../rollup/counters.ts';
 import type { RollupPart } from '../rollup/hour.ts';
+import { LATENCY_POINTS } from '../stats.ts';
 // A cycle (postgres.ts uses this module), harmless: pgArray is only called, never read at load.
 import { pgArray } from './postgres.ts';
 
@@ -329,8 +330,10 @@ export const BLOCK_EVENTS = 1000;
  * sees the day's events either as rows or as blocks, never both or neither; the day's `moved`
  * count says how many are blocks (lib/store/postgres.ts, readEvents). It deletes the rows its
  * snapshot sees: rows inserted meanwhile stay rows, and two instances moving the same day at once
- * each move what the other did not (a deleted row is skipped). Sent unprepared, on the day's own
- * partition. Resolves to the number of events moved.
+ * each move what the other did not (a deleted row is skipped). The same statement keeps each
+ * owner, scope and route's latest points of the day (watchtower_day_points, migration 16), from
+ * the rows moved and the points kept before. Sent unprepared, on the day's own partition.
+ * Resolves to the number of events moved.
  */
 export async function blockDay(sql: postgres.Sql, day: number): Promise<number> {
   const column = (name: string) => `array_agg(${name} order by seq)`;
@@ -348,13 +351,38 @@ export async function blockDay(sql: postgres.Sql, day: number): Promise<number> 
              ${['seq', 'received_at', 'type', 'session_id', 'app_version', 'project_id', 'route_key', 'duration', 'ts', 'ttfb', 'event'].map(column).join(', ')}
       from chunked group by user_id, chunk
       returning user_id, events
+    ), candidates as (
+      -- The latency points moved, per owner, scope and route.
+      select m.user_id, s.scope, m.route_key as route, m.seq, m.duration, m.ts, m.ttfb
+      from moved m cross join lateral (values (''), ('#' || m.project_id)) as s(scope)
+      where m.user_id <> '' and m.route_key is not null and m.duration is not null and s.scope is not null
+    ), pointed as (
+      -- The latest of them, merged with those kept before (the row as committed: another
+      -- instance moving rows of the same day at once adds its own, never overwrites them).
+      insert into watchtower_day_points as p (user_id, scope, day, route, n, first_seq, last_seq, seqs, durations, timestamps, ttfbs)
+      select user_id, scope, $2::integer, route, count(*), min(seq), max(seq),
+             array_agg(seq order by seq desc), array_agg(duration order by seq desc), array_agg(ts order by seq desc), array_agg(ttfb order by seq desc)
+      from (select *, row_number() over (partition by user_id, scope, route order by seq desc) as rank from candidates) c
+      where rank <= $3::integer
+      group by user_id, scope, route
+      on conflict (user_id, scope, day, route) do update
+        set (n, first_seq, last_seq, seqs, durations, timestamps, ttfbs) = (
+          select count(*), min(seq), max(seq), array_agg(seq order by seq desc), array_agg(duration order by seq desc),
+                 array_agg(ts order by seq desc), array_agg(ttfb order by seq desc)
+          from (select * from (select * from unnest(p.seqs, p.durations, p.timestamps, p.ttfbs)
+                               union select * from unnest(excluded.seqs, excluded.durations, excluded.timestamps, excluded.ttfbs)) u(seq, duration, ts, ttfb)
+                order by seq desc limit $3::integer) t)
+      returning 1
     ), counted as (
-      update watchtower_event_days e set moved = e.moved + m.n
+      -- Pointed: the moved count the day's points cover, if they covered every event moved before.
+      update watchtower_event_days e set moved = e.moved + m.n,
+        pointed = case when coalesce(e.pointed, 0) = e.moved then e.moved + m.n else e.pointed end
       from (select user_id, sum(events) as n from blocks group by 1) m
       where e.user_id = m.user_id and e.day = $2::integer
       returning m.n
     )
-    select coalesce(sum(n), 0)::float8 as moved from counted`, [BLOCK_EVENTS, Math.trunc(day)]).catch((err: { code?: string }) => {
+    select coalesce(sum(n), 0)::float8 as moved, (select count(*) from pointed) as points
+    from counted`, [BLOCK_EVENTS, Math.trunc(day), LATENCY_POINTS]).catch((err: { code?: string }) => {
     unlessGone(err);
     return [{ moved: 0 }];
   });

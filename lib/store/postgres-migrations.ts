@@ -533,4 +533,53 @@ export const MIGRATIONS: readonly Migration[] = [
       alter table watchtower_event_days add column folded boolean not null default false;
     `,
   },
+  {
+    version: 15,
+    name: 'sessions last seen',
+    // Each owner's session's latest receive time, per project ('' without one): statistics count
+    // the sessions active in the last minutes from here rather than from every event received
+    // in them (after a burst, hundreds of thousands). The insert statement keeps it; hourly
+    // maintenance deletes what is a day old. Filled from the last day's rows.
+    sql: `
+      create table watchtower_sessions_seen (
+        user_id text not null,
+        project_id text not null,
+        session_id text not null,
+        last_received timestamptz not null,
+        primary key (user_id, project_id, session_id)
+      );
+      create index watchtower_sessions_seen_last on watchtower_sessions_seen (user_id, last_received);
+      insert into watchtower_sessions_seen (user_id, project_id, session_id, last_received)
+        select user_id, coalesce(project_id, ''), session_id, max(received_at) from watchtower_events
+        where user_id is not null and session_id is not null and received_at > now() - interval '1 day'
+        group by 1, 2, 3;
+    `,
+  },
+  {
+    version: 16,
+    name: 'latest points of closed days',
+    // Per owner, scope ('' or '#' and the project), closed day and route: its latest latency points
+    // (at most LATENCY_POINTS, newest first) and the range of their seqs, written when the day's
+    // rows move into blocks (blockDay), so that statistics find a route's latest points without
+    // unpacking every block that could hold them (a rare route's 100 points can be months back).
+    // watchtower_event_days.pointed: the day's moved count that these rows cover; a day whose
+    // events are all moved and pointed is read here (days moved before this version are not).
+    sql: `
+      create table watchtower_day_points (
+        user_id text not null,
+        scope text not null,
+        day integer not null,
+        route text not null,
+        n integer not null,
+        first_seq bigint not null,
+        last_seq bigint not null,
+        seqs bigint[] not null,
+        durations float8[] not null,
+        timestamps text[] not null,
+        ttfbs float8[] not null,
+        primary key (user_id, scope, day, route)
+      );
+      alter table watchtower_event_days add column pointed bigint;
+    `,
+  },
 ];

@@ -294,7 +294,9 @@ type NewestOf = (f: EventFilter, want: number, days: readonly EventDay[]) => Pro
  * partition. `counters`: whether the day may still have counter rows of the owner (it is not
  * compacted, or took events since).
  */
-export interface EventDay { day: number; first: number; last: number; events: number; moved?: number; counters?: boolean; folded?: boolean }
+export interface EventDay {
+  day: number; first: number; last: number; events: number; moved?: number; counters?: boolean; folded?: boolean; pointed?: number | null;
+}
 
 /** A block of watchtower_event_blocks: up to BLOCK_EVENTS of one owner's events of a closed day. */
 export interface EventBlock { day: number; first: number; last: number; events: number }
@@ -441,6 +443,16 @@ const blockPoints = (sql: postgres.Sql) => sql`watchtower_event_blocks b
   cross join lateral unnest(b.seqs, b.received, b.projects, b.routes, b.durations, b.timestamps, b.ttfbs)
     as x(seq, received_at, project_id, route_key, duration, ts, ttfb)`;
 
+/**
+ * How long watchtower_sessions_seen keeps a session after its latest event. Statistics count
+ * active sessions from it for a `now` within SEEN_TRUSTED_MS of the instance's clock (as good as
+ * every request), and from the events themselves for an older one.
+ */
+const SEEN_KEPT_MS = 2 * DAY_MS;
+/** Events an instance stores before it next folds busy open days and renews planner statistics. */
+const UPKEEP_EVENTS = 1000;
+const SEEN_TRUSTED_MS = DAY_MS;
+
 /** The rollup scope of a project's statistics ('' is all the user's events). */
 const scopeOf = (projectId: string | undefined) => (projectId === undefined ? '' : '#' + projectId);
 
@@ -517,11 +529,14 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const maintain = async (now = Date.now()) => {
     const today = Math.floor(now / DAY_MS);
     await ensurePartitions(today - 1, today + DAYS_AHEAD);
+    await guard('sessions seen', () => sql`
+      delete from watchtower_sessions_seen where last_received < ${new Date(now - SEEN_KEPT_MS).toISOString()}::timestamptz`);
     if (retentionDays <= 0) return 0;
     const cutoff = today - retentionDays;
     const dropped = await guard('retention', () => dropDaysBefore(sql, cutoff));
     await guard('retention', () => sql`delete from watchtower_event_ids where day < ${cutoff}::integer`);
     await guard('retention', () => sql`delete from watchtower_rollup_days where day < ${cutoff}::integer`);
+    await guard('retention', () => sql`delete from watchtower_day_points where day < ${cutoff}::integer`);
     await guard('retention', () => sql`delete from watchtower_event_days where day < ${cutoff}::integer`);
     for (const d of knownDays) if (d < cutoff) knownDays.delete(d);
     if (dropped) log(`retention dropped ${dropped} day(s) of events received before ${new Date(cutoff * DAY_MS).toISOString()}`);
@@ -540,24 +555,33 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const maintenance = setInterval(() => {
     maintain().catch((err: unknown) => log(`partition maintenance failed: ${err instanceof Error ? err.message : err}`));
     compact();
+    keepUp(true);
   }, options.maintenanceIntervalMs ?? 3_600_000);
   (maintenance as { unref?: () => void }).unref?.();
   // Busy open days: their rows folded as they grow (foldOpenDays), then the planner statistics
   // of today's and yesterday's partitions renewed as they fill (postgres-analyze.ts).
-  // Each instance keeps up after its own inserts (an idle one leaves it to those that insert).
+  // Each instance keeps up after its own inserts, once it has stored UPKEEP_EVENTS since it last
+  // did (fewer can neither need a fold nor change a partition's statistics much), and hourly
+  // whatever it stored; an idle instance leaves it to those that insert.
+  // PostgreSQL publishes a backend's row counts up to a second after it commits, so a run after
+  // a burst may not see its last inserts: one more run follows two seconds after the last run
+  // that inserts called for.
   let upkeep: Promise<void> | null = null;
-  let wrote = false;
-  const keepUp = () => {
+  let written = 0, trailing = 0;
+  const keepUp = (hourly = false) => {
     const now = Date.now(), today = Math.floor(now / DAY_MS);
-    if (upkeep || !wrote) return;
-    wrote = false;
+    if (upkeep) return;
+    if (written >= (hourly ? 1 : UPKEEP_EVENTS)) trailing = now + 2000;
+    else if (trailing === 0 || now < trailing) return;
+    else trailing = 0;
+    written = 0;
     upkeep = foldOpenDays(sql, now, () => closed)
       .then(() => (closed ? undefined : analyzeChangedPartitions(sql, [today - 1, today])))
       .then(() => {})
       .catch((err: unknown) => void (isUnavailable(err) || log(`open-day upkeep failed: ${err instanceof Error ? err.message : err}`)))
       .finally(() => (upkeep = null));
   };
-  const upkeeper = setInterval(keepUp, options.upkeepIntervalMs ?? 10_000);
+  const upkeeper = setInterval(() => keepUp(), options.upkeepIntervalMs ?? 10_000);
   (upkeeper as { unref?: () => void }).unref?.();
 
   let listener: ((events: StoredEvent[]) => void) | null = null;
@@ -689,13 +713,24 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           with ordinality as t(id, user_id, project_id, type, received_at, day, hour, session_id, app_version, route_key, duration, ttfb, ts, ord)
         join string_to_table(${c.texts}::text, E'\\n') with ordinality as e(event, ord) on e.ord = t.ord
       )`;
-  /** `ins`: the rows of `from` (input or the part of it newly claimed) stored, in batch order. */
+  /**
+   * `ins`: the rows of `from` (input or the part of it newly claimed) stored, in batch order; and
+   * `seen`: their sessions' latest receive times.
+   */
   const insStep = (from: Step): Step => sql`ins as (
         insert into watchtower_events
           (user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event)
         select user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event
         from ${from} order by ord
-        returning seq, user_id, received_at
+        returning seq, user_id, received_at, session_id, project_id
+      ), seen as (
+        -- The sessions' latest receive times (watchtower_sessions_seen), in key order (see below).
+        insert into watchtower_sessions_seen as s (user_id, project_id, session_id, last_received)
+        select user_id, coalesce(project_id, ''), session_id, max(received_at) from ins
+        where user_id is not null and session_id is not null
+        group by 1, 2, 3
+        order by 1, 2, 3
+        on conflict (user_id, project_id, session_id) do update set last_received = greatest(s.last_received, excluded.last_received)
       )`;
   /** Counts the rows of `ins` in watchtower_event_days, which bounds every read to its days. */
   const eventDaysStep = (): Step => sql`event_days as (
@@ -817,7 +852,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const texts = new WeakMap<StoredEvent, string>();
   const insert = groupCommit(async (events) => {
     const fresh = await writeBatch(events);
-    if (fresh.size) wrote = true;
+    written += fresh.size;
     return new Set(events.filter((e) => fresh.has(`${col(e.user_id) ?? ''}\u0000${col(e.id)}`)));
   }, { maxInflight: MAX_INFLIGHT, maxEvents: MAX_GROUP_EVENTS });
 
@@ -836,7 +871,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const daysOf = async (f: Pick<EventFilter, 'userId' | 'since' | 'until'>): Promise<EventDay[]> => {
     const rows = await sql<EventDay[]>`
       select day, first_seq::float8 as first, last_seq::float8 as last, events::float8 as events, moved::float8 as moved,
-             compacted is null or events > compacted as counters, folded
+             compacted is null or events > compacted as counters, folded, pointed::float8 as pointed
       from watchtower_event_days where user_id = ${col(f.userId)}
         ${f.since !== undefined ? sql`and day >= ${Math.floor(f.since / DAY_MS)}` : sql``}
         ${f.until !== undefined ? sql`and day <= ${Math.floor((f.until - 1) / DAY_MS)}` : sql``}`;
@@ -1118,6 +1153,53 @@ export async function dropDaysBefore(sql: postgres.Sql, cutoff: number): Promise
 }
 
 /**
+ * The latest points of `routes` over whole days whose points are kept (watchtower_day_points):
+ * per route, the days by their newest point, as many as hold LATENCY_POINTS points, and any other
+ * day whose newest point is newer than the oldest of those (it may hold some of the latest; days
+ * rarely overlap so). Each route's points newest first, at most LATENCY_POINTS.
+ */
+async function keptPoints(sql: postgres.Sql, user: string, scope: string, days: readonly number[], routes: readonly string[]): Promise<Map<string, PointRow[]>> {
+  const [{ rows }] = await sql<{ rows: [string, string[], number[], string[], (number | null)[]][] }[]>`
+    with m as (
+      select day, route, first_seq, last_seq, sum(n) over (partition by route order by last_seq desc) - n as before
+      from watchtower_day_points
+      where user_id = ${user} and scope = ${scope} and day = any(${pgArray(days)}::int4[]) and route = any(${pgArray(routes)}::text[])
+    ), low as (
+      select route, min(first_seq) as low from m where before < ${LATENCY_POINTS} group by route
+    )
+    select coalesce(json_agg(json_build_array(p.route, p.seqs::text[], p.durations, p.timestamps, p.ttfbs)), '[]') as rows
+    from m join low on low.route = m.route
+      join watchtower_day_points p on p.user_id = ${user} and p.scope = ${scope} and p.day = m.day and p.route = m.route
+    where m.before < ${LATENCY_POINTS} or m.last_seq > low.low`;
+  const byRoute = new Map<string, PointRow[]>();
+  for (const [route, seqs, durations, timestamps, ttfbs] of rows) {
+    let list = byRoute.get(route);
+    if (!list) byRoute.set(route, (list = []));
+    seqs.forEach((seq, i) => list.push({ seq, duration: durations[i], ts: timestamps[i], ttfb: ttfbs[i] }));
+  }
+  return latestPoints(byRoute);
+}
+
+/** Seqs as decimal strings, newest first. */
+const bySeqDesc = (a: PointRow, b: PointRow) => b.seq.length - a.seq.length || (a.seq < b.seq ? 1 : a.seq > b.seq ? -1 : 0);
+
+/**
+ * Each route's latest LATENCY_POINTS points of those in `sources`, newest first, each once (the
+ * reads of days by spans may reach into kept days and read some of their points again).
+ */
+function latestPoints(...sources: ReadonlyMap<string, PointRow[]>[]): Map<string, PointRow[]> {
+  const out = new Map<string, PointRow[]>();
+  for (const source of sources) {
+    for (const [route, points] of source) out.set(route, [...(out.get(route) ?? []), ...points]);
+  }
+  for (const [route, points] of out) {
+    const sorted = points.sort(bySeqDesc).filter((p, i) => i === 0 || p.seq !== points[i - 1].seq);
+    out.set(route, sorted.slice(0, LATENCY_POINTS));
+  }
+  return out;
+}
+
+/**
  * A day's fold rows' hour parts merged into one part (of the day's first hour), kept by the cache
  * as long as the day's folds are. For buckets of whole days only: then every hour of the day adds
  * to the same bucket, and assembleStats adds up the same counts and durations from one part as
@@ -1191,6 +1273,9 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const reaching = (a: number, b: number) => sql`(b.day >= ${Math.floor(a / DAY_MS)} and b.day <= ${Math.floor((b - 1) / DAY_MS)}
     and b.first_received < ${iso(b)}::timestamptz and b.last_received >= ${iso(a)}::timestamptz)`;
   const active = sql`received_at >= ${iso(now - ACTIVE_WINDOW_MS)}::timestamptz and received_at <= ${iso(now)}::timestamptz`;
+  // Active sessions from watchtower_sessions_seen: for a recent `now` (its rows are complete from
+  // a day back) and a range that holds the whole window.
+  const seenCounts = now >= Date.now() - SEEN_TRUSTED_MS && (r === null || (r.from <= now - ACTIVE_WINDOW_MS && r.to > now));
   const cut = cutBucketHours(plan);
   // Counter rows of the whole hours: only the days that may still have some of this user's
   // (watchtower_event_days.counters; the others are compacted whole), as spans of whole days,
@@ -1232,8 +1317,21 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
    * hold them: as many of the newest days as the rarest route's share of the user's events says
    * hold its points (readByDays reads more if not).
    */
-  const windowEvents = days.reduce((n, d) => n + d.events, 0);
-  const pointsOf = (counts: ReadonlyMap<string, number>) => read<PointRow>(user, days, 'desc', LATENCY_POINTS, [...counts.keys()], async (d0, d1, keys) => {
+  // Whole days in range whose events are all blocks with their latest points kept
+  // (watchtower_day_points): their points are read there; the other days' from rows and blocks.
+  const wholeDay = (d: EventDay) => r === null || (d.day * DAY_MS >= r.from && (d.day + 1) * DAY_MS <= r.to);
+  const pointed = days.filter((d) => wholeDay(d) && d.pointed === d.events && d.moved === d.events);
+  const unpointed = days.filter((d) => !pointed.includes(d));
+  const windowEvents = unpointed.reduce((n, d) => n + d.events, 0);
+  const pointsOf = async (counts: ReadonlyMap<string, number>) => {
+    const keys = [...counts.keys()];
+    const [read, kept] = await Promise.all([
+      unpointed.length ? readPoints(counts) : new Map<string, PointRow[]>(),
+      pointed.length ? keptPoints(sql, user, scope, pointed.map((d) => d.day), keys) : new Map<string, PointRow[]>(),
+    ]);
+    return latestPoints(read, kept);
+  };
+  const readPoints = (counts: ReadonlyMap<string, number>) => read<PointRow>(user, unpointed, 'desc', LATENCY_POINTS, [...counts.keys()], async (d0, d1, keys) => {
     // One row per route, its points as one JSON array: 20 routes' 100 points would otherwise be
     // 2,000 rows for the driver to decode one by one.
     const rows = await sql<{ route: string; points: [string, number, string, number | null][] }[]>`
@@ -1316,14 +1414,22 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
          union all
          select seq, event from ${blockEvents(sql)}
          where b.user_id = ${user} ${ofProject} and ${anyOf(plan.rawSpans, reaching)} and ${anyOf(plan.rawSpans, received)}) e) as edges,
-      -- Blocks only for a "now" in a closed day (a past now, as tests and benchmarks ask).
-      (select count(distinct session_id)::int from (
+      -- The sessions seen in the window, when no event was received after it (then a session's
+      -- latest receive time tells whether it had one in the window) and the range holds it.
+      -- Otherwise from the events; blocks only for a "now" in a closed day (a past now, as tests
+      -- and benchmarks ask).
+      case when ${seenCounts}::boolean and not exists (
+          select 1 from watchtower_sessions_seen where user_id = ${user} and last_received > ${iso(now)}::timestamptz)
+        then (select count(distinct session_id)::int from watchtower_sessions_seen
+              where user_id = ${user} ${project === null ? sql`` : sql`and project_id = ${project}`}
+                and last_received >= ${iso(now - ACTIVE_WINDOW_MS)}::timestamptz)
+      else (select count(distinct session_id)::int from (
          select session_id from watchtower_events
          where user_id = ${user} ${ofProject} ${inRange} and ${active}
          union all
          select session_id from ${blockSessions(sql)}
          where b.user_id = ${user} ${ofProject} ${inRange} and ${reaching(now - ACTIVE_WINDOW_MS, now + 1)} and ${active}) s
-       where session_id is not null) as active`;
+       where session_id is not null) end as active`;
 
   // Counters summed per bucket (types: the bucket's parts) or over the whole hours (the rest).
   const byBucket = new Map<number, Counter[]>();
