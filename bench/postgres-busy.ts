@@ -129,10 +129,10 @@ for (let d = DAYS; d >= 0; d--) {
     continue;
   }
   // Today's rushes end before now (the burst comes later, over HTTP).
-  const hours = d === 0 ? Math.max(1, Math.floor((t0 - dayStart) / HOUR) - 1) : 24;
-  const peak = dayStart + Math.floor(hours * 0.6) * HOUR;
-  await send(Math.floor(perDay * 0.4), peak, peak + 20 * MIN, viaHandler);
-  await send(perDay - Math.floor(perDay * 0.4), dayStart, dayStart + hours * HOUR, viaHandler);
+  const end = d === 0 ? t0 - 2 * MIN : dayStart + DAY;
+  const peak = dayStart + Math.floor((end - dayStart) * 0.6);
+  await send(Math.floor(perDay * 0.4), peak, Math.min(end, peak + 20 * MIN), viaHandler);
+  await send(perDay - Math.floor(perDay * 0.4), dayStart, end, viaHandler);
 }
 const loadSeconds = (performance.now() - loadStart) / 1000;
 console.log(`past days loaded in ${f1(loadSeconds)} s`);

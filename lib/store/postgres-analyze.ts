@@ -10,7 +10,7 @@ import type postgres from 'postgres';
 /** The partitioned tables whose daily partitions are analyzed (their partitions are `<table>_p<day>`). */
 const TABLES = ['watchtower_events', 'watchtower_rollups', 'watchtower_rollup_sessions', 'watchtower_day_sessions', 'watchtower_breakdown_sessions'];
 /** Tables that are not partitioned, which compaction and folds fill. */
-const PLAIN = ['watchtower_event_blocks', 'watchtower_rollup_days', 'watchtower_event_days'];
+const PLAIN = ['watchtower_event_blocks', 'watchtower_rollup_days', 'watchtower_event_days', 'watchtower_day_points', 'watchtower_sessions_seen'];
 
 /**
  * A partition is analyzed once the rows changed since its last analyze exceed this many plus

@@ -49,7 +49,10 @@ export interface PostgresStoreOptions {
   retentionDays?: number;
   /** How often an instance checks for days to drop and partitions to create (default 1 hour). */
   maintenanceIntervalMs?: number;
-  /** Bytes of decoded compacted rollup days kept in memory for stats (default 128 MiB). */
+  /**
+   * Bytes of decoded fold rows (compacted days, folds of busy open days) kept in memory for stats,
+   * least recently used dropped first (default 64 MiB; the server passes SERVICE_CACHE_MB).
+   */
   rollupCacheBytes?: number;
   /**
    * How long the issue-grouping lease (Store.issueLease) lasts unless renewed (default 20 s): an
@@ -509,7 +512,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   // for its partitions first (and the next days', so that midnight needs no DDL); an insert that
   // still finds none (retention dropped a day it knew) forgets what it knew and asks again.
   const knownDays = new Set<number>();
-  const dayCache = new DayPartCache(options.rollupCacheBytes ?? 128 * 1024 * 1024);
+  const dayCache = new DayPartCache(options.rollupCacheBytes ?? 64 * 1024 * 1024);
   // The first hour whose events all have breakdown counters (migration 5): fixed once migrated.
   let breakdownsFromHour: number | undefined;
   const breakdownsFrom = async () =>
@@ -1161,15 +1164,15 @@ export async function dropDaysBefore(sql: postgres.Sql, cutoff: number): Promise
 async function keptPoints(sql: postgres.Sql, user: string, scope: string, days: readonly number[], routes: readonly string[]): Promise<Map<string, PointRow[]>> {
   const [{ rows }] = await sql<{ rows: [string, string[], number[], string[], (number | null)[]][] }[]>`
     with m as (
-      select day, route, first_seq, last_seq, sum(n) over (partition by route order by last_seq desc) - n as before
+      select route, first_seq, last_seq, seqs, durations, timestamps, ttfbs,
+             sum(n) over (partition by route order by last_seq desc) - n as before
       from watchtower_day_points
       where user_id = ${user} and scope = ${scope} and day = any(${pgArray(days)}::int4[]) and route = any(${pgArray(routes)}::text[])
     ), low as (
       select route, min(first_seq) as low from m where before < ${LATENCY_POINTS} group by route
     )
-    select coalesce(json_agg(json_build_array(p.route, p.seqs::text[], p.durations, p.timestamps, p.ttfbs)), '[]') as rows
+    select coalesce(json_agg(json_build_array(m.route, m.seqs::text[], m.durations, m.timestamps, m.ttfbs)), '[]') as rows
     from m join low on low.route = m.route
-      join watchtower_day_points p on p.user_id = ${user} and p.scope = ${scope} and p.day = m.day and p.route = m.route
     where m.before < ${LATENCY_POINTS} or m.last_seq > low.low`;
   const byRoute = new Map<string, PointRow[]>();
   for (const [route, seqs, durations, timestamps, ttfbs] of rows) {
