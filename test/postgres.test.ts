@@ -1070,6 +1070,7 @@ async function register() {
 
   /** The schema as version 10 left it: the events of blocks back as rows, no issue feed (versions 12 and 13). */
   const asVersion10 = (sql: postgres.Sql) => sql.unsafe(`
+    alter table watchtower_event_blocks drop column rollup;
     drop table watchtower_day_points;
     alter table watchtower_event_days drop column pointed;
     drop table watchtower_sessions_seen;

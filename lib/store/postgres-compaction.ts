@@ -18,7 +18,8 @@
 import type postgres from 'postgres';
 import { encodePart, FrozenHour } from '../rollup/codec.ts';
 import { counterPart, DAY_SESSIONS, HOUR_SESSIONS, type Counter } from '../rollup/counters.ts';
-import type { RollupPart } from '../rollup/hour.ts';
+import { HourRollup, rollupRow, type RollupPart } from '../rollup/hour.ts';
+import type { StoredEvent } from '../event.ts';
 import { LATENCY_POINTS } from '../stats.ts';
 // A cycle (postgres.ts uses this module), harmless: pgArray is only called, never read at load.
 import { pgArray } from './postgres.ts';
@@ -236,7 +237,8 @@ export async function compactDay(sql: postgres.Sql, day: number, close = true, u
 
 /**
  * Compacts every day that still has counters to merge (session counters aside) and ended at least
- * COMPACT_AFTER_MS before `now`, and moves those days' event rows into blocks (blockDay). Resolves
+ * COMPACT_AFTER_MS before `now`, moves those days' event rows into blocks (blockDay) and rolls the
+ * blocks up (rollupBlocks). Resolves
  * to the number of days that had something to compact. `stop` is asked between days (a store
  * closing stops after the day in hand).
  */
@@ -278,6 +280,7 @@ export async function compactClosedDays(sql: postgres.Sql, now: number, stop = (
     if (stop()) break;
     await packEvents(sql, day);
   }
+  await rollupBlocks(sql, stop);
   return compacted;
 }
 
@@ -308,6 +311,33 @@ export async function foldOpenDays(sql: postgres.Sql, now: number, stop = () => 
     if (due.length) stored += await compactDay(sql, day, false, due.map((r) => r.user_id));
   }
   return stored;
+}
+
+/** Blocks rolled up per statement by rollupBlocks: ~1,000 events each. */
+const ROLLUP_BLOCKS = 20;
+
+/**
+ * Rolls up the owned blocks that are not yet (watchtower_event_blocks.rollup, migration 17), a
+ * few at a time, until none is left or `stop` says so: each block's events as the hour parts of
+ * one frozen day (encodeDay). A block never changes, so its rollup never does; two instances
+ * doing the same block write the same bytes. Resolves to the number of blocks rolled up.
+ */
+export async function rollupBlocks(sql: postgres.Sql, stop = () => false): Promise<number> {
+  let done = 0;
+  while (!stop()) {
+    const blocks = await sql<{ user_id: string; day: number; first_seq: string; texts: string }[]>`
+      select user_id, day, first_seq::text, array_to_json(texts)::text as texts from watchtower_event_blocks
+      where rollup is null and user_id <> '' limit ${ROLLUP_BLOCKS}`;
+    if (!blocks.length) break;
+    const parts = blocks.map((b) => hex(encodeDay(HourRollup.fromRows((JSON.parse(b.texts) as string[]).map((t) => rollupRow(JSON.parse(t) as StoredEvent))))));
+    await sql`
+      update watchtower_event_blocks b set rollup = decode(r.parts, 'hex')
+      from unnest(${pgArray(blocks.map((b) => b.user_id))}::text[], ${pgArray(blocks.map((b) => b.day))}::int4[],
+                  ${pgArray(blocks.map((b) => b.first_seq))}::int8[], ${pgArray(parts)}::text[]) as r(user_id, day, first_seq, parts)
+      where b.user_id = r.user_id and b.day = r.day and b.first_seq = r.first_seq`;
+    done += blocks.length;
+  }
+  return done;
 }
 
 /** Above this, the indexes of an emptied events partition hold pages a rebuild would give back. */

@@ -582,4 +582,15 @@ export const MIGRATIONS: readonly Migration[] = [
       alter table watchtower_event_days add column pointed bigint;
     `,
   },
+  {
+    version: 17,
+    name: 'rollups of blocks',
+    // A block's events rolled up (the hour parts of lib/rollup/codec.ts, of all the owner's events
+    // in it), written in the background after the block (rollupBlocks): statistics whose range
+    // starts or ends inside a busy closed hour take the blocks wholly inside that partial hour as
+    // these parts, and unpack only the one or two blocks its edge cuts. Null: not rolled up yet.
+    sql: `
+      alter table watchtower_event_blocks add column rollup bytea;
+    `,
+  },
 ];

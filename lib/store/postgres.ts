@@ -456,6 +456,9 @@ const SEEN_KEPT_MS = 2 * DAY_MS;
 const UPKEEP_EVENTS = 1000;
 const SEEN_TRUSTED_MS = DAY_MS;
 
+/** The DayPartCache scope of blocks' rollups (no rollup scope starts with a control character). */
+const BLOCKS = '\u0001blocks';
+
 /** The rollup scope of a project's statistics ('' is all the user's events). */
 const scopeOf = (projectId: string | undefined) => (projectId === undefined ? '' : '#' + projectId);
 
@@ -1280,6 +1283,12 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   // a day back) and a range that holds the whole window.
   const seenCounts = now >= Date.now() - SEEN_TRUSTED_MS && (r === null || (r.from <= now - ACTIVE_WINDOW_MS && r.to > now));
   const cut = cutBucketHours(plan);
+  // Blocks wholly inside an edge's span: their rollups stand for their events (all the owner's,
+  // so not for a project's statistics). Cached like fold rows, under a scope of their own.
+  const inside = (a: number, b: number) => sql`(b.first_received >= ${iso(a)}::timestamptz and b.last_received < ${iso(b)}::timestamptz)`;
+  const rolled = project === null ? sql`(b.rollup is not null and ${anyOf(plan.rawSpans, inside)})` : sql`false`;
+  const blocksCached = cache.daysOf(user, BLOCKS);
+  const cachedBlocks = [...blocksCached].flatMap(([day, { folds }]) => [...folds.keys()].map((seq) => `${day}:${seq}`));
   // Counter rows of the whole hours: only the days that may still have some of this user's
   // (watchtower_event_days.counters; the others are compacted whole), as spans of whole days,
   // so that the planner reads only their partitions.
@@ -1384,6 +1393,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     sessions: [number, string][];
     breakdown_sessions: [string, string, string[]][];
     edges: string;
+    edge_blocks: [number, string, string | null][];
     active: number;
   }[]>`
     select
@@ -1416,7 +1426,12 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
          where user_id = ${user} ${ofProject} and ${anyOf(plan.rawSpans, received)}
          union all
          select seq, event from ${blockEvents(sql)}
-         where b.user_id = ${user} ${ofProject} and ${anyOf(plan.rawSpans, reaching)} and ${anyOf(plan.rawSpans, received)}) e) as edges,
+         where b.user_id = ${user} ${ofProject} and ${anyOf(plan.rawSpans, reaching)} and ${anyOf(plan.rawSpans, received)}
+           and not ${rolled}) e) as edges,
+      -- Blocks wholly inside an edge's span, as their rollups (the bytes of those not cached).
+      (select coalesce(json_agg(json_build_array(b.day, b.first_seq::text, case when b.day || ':' || b.first_seq = any(${pgArray(cachedBlocks)}::text[])
+                                                                            then null else encode(b.rollup, 'base64') end)), '[]')
+         from watchtower_event_blocks b where b.user_id = ${user} and ${anyOf(plan.rawSpans, reaching)} and ${rolled}) as edge_blocks,
       -- The sessions seen in the window, when no event was received after it (then a session's
       -- latest receive time tells whether it had one in the window) and the range holds it.
       -- Otherwise from the events; blocks only for a "now" in a closed day (a past now, as tests
@@ -1493,7 +1508,13 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   if (row.breakdown_sessions.length) parts.push(counterPart(Number.isFinite(h0) ? h0 : 0, [], row.breakdown_sessions));
   const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut);
   // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
-  const edges = HourRollup.fromRows((JSON.parse(row.edges) as StoredEvent[]).map((e) => rollupRow(e)));
+  const edges: RollupPart[] = HourRollup.fromRows((JSON.parse(row.edges) as StoredEvent[]).map((e) => rollupRow(e)));
+  for (const [day, firstSeq, base64] of row.edge_blocks) {
+    const key = Number(firstSeq);
+    let hours = blocksCached.get(day)?.folds.get(key);
+    if (!hours) cache.set(user, BLOCKS, day, key, (hours = decodeDay(Uint8Array.from(atob(base64!), (c) => c.charCodeAt(0)))));
+    edges.push(...hours);
+  }
 
   // Each route's count in range. Its points: those read beside the main statement for the routes
   // of the cached days, and those of any other route now.
