@@ -308,7 +308,11 @@ export async function foldOpenDays(sql: postgres.Sql, now: number, stop = () => 
         union all
         select user_id from watchtower_breakdown_sessions where hour >= ${h0} and hour < ${h1}) r
       group by user_id having count(*) >= ${minRows}`;
-    if (due.length) stored += await compactDay(sql, day, false, due.map((r) => r.user_id));
+    const folded = due.length ? await compactDay(sql, day, false, due.map((r) => r.user_id)) : 0;
+    // The rows a fold deleted would otherwise stay in the partitions' indexes, which every read
+    // of the day walks, until a VACUUM (autovacuum may be off).
+    if (folded) await sql.unsafe(`vacuum watchtower_rollups_p${Math.trunc(day)}, watchtower_breakdown_sessions_p${Math.trunc(day)}`).catch(unlessGone);
+    stored += folded;
   }
   return stored;
 }

@@ -569,17 +569,16 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   // Each instance keeps up after its own inserts, once it has stored UPKEEP_EVENTS since it last
   // did (fewer can neither need a fold nor change a partition's statistics much), and hourly
   // whatever it stored; an idle instance leaves it to those that insert.
-  // PostgreSQL publishes a backend's row counts up to a second after it commits, so a run after
-  // a burst may not see its last inserts: one more run follows two seconds after the last run
-  // that inserts called for.
+  // PostgreSQL publishes a backend's row counts when it goes idle, up to ~10 s after its commit
+  // when it published others just before, so a run after a burst may not see its last inserts:
+  // runs go on for 15 s after the last one that inserts called for.
   let upkeep: Promise<void> | null = null;
   let written = 0, trailing = 0;
   const keepUp = (hourly = false) => {
     const now = Date.now(), today = Math.floor(now / DAY_MS);
     if (upkeep) return;
-    if (written >= (hourly ? 1 : UPKEEP_EVENTS)) trailing = now + 2000;
-    else if (trailing === 0 || now < trailing) return;
-    else trailing = 0;
+    if (written >= (hourly ? 1 : UPKEEP_EVENTS)) trailing = now + 15_000;
+    else if (now >= trailing) return;
     written = 0;
     upkeep = foldOpenDays(sql, now, () => closed)
       .then(() => (closed ? undefined : analyzeChangedPartitions(sql, [today - 1, today])))
@@ -894,9 +893,12 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
    * with the days as they now are if it changed (a day is moved once, so once is enough).
    */
   const readOwner: OwnerRead = async (userId, days, order, want, keys, rows, blocks, options) => {
+    // Blocks of the days asked for only (a span of days can reach over days a caller reads
+    // elsewhere: statistics read closed days' latest points from watchtower_day_points).
+    const asked = pgArray(days.map((d) => d.day));
     const blocksOf = async (d0: number, d1: number) => sql<EventBlock[]>`
       select day, first_seq::float8 as first, last_seq::float8 as last, events from watchtower_event_blocks
-      where user_id = ${col(userId)} and day >= ${d0} and day <= ${d1}`;
+      where user_id = ${col(userId)} and day >= ${d0} and day <= ${d1} and day = any(${asked}::int4[])`;
     const chosen = (of: EventBlock[]) =>
       sql`b.user_id = ${col(userId)} and b.day = any(${pgArray(of.map((b) => b.day))}::int4[]) and b.first_seq = any(${pgArray(of.map((b) => b.first))}::int8[])`;
     const reads = { rows, blocksOf, blocks: (of: EventBlock[], keys: string[]) => blocks(chosen(of), keys) };
@@ -1167,15 +1169,18 @@ export async function dropDaysBefore(sql: postgres.Sql, cutoff: number): Promise
 async function keptPoints(sql: postgres.Sql, user: string, scope: string, days: readonly number[], routes: readonly string[]): Promise<Map<string, PointRow[]>> {
   const [{ rows }] = await sql<{ rows: [string, string[], number[], string[], (number | null)[]][] }[]>`
     with m as (
-      select route, first_seq, last_seq, seqs, durations, timestamps, ttfbs,
-             sum(n) over (partition by route order by last_seq desc) - n as before
+      select day, route, first_seq, last_seq, sum(n) over (partition by route order by last_seq desc) - n as before
       from watchtower_day_points
       where user_id = ${user} and scope = ${scope} and day = any(${pgArray(days)}::int4[]) and route = any(${pgArray(routes)}::text[])
     ), low as (
       select route, min(first_seq) as low from m where before < ${LATENCY_POINTS} group by route
     )
-    select coalesce(json_agg(json_build_array(m.route, m.seqs::text[], m.durations, m.timestamps, m.ttfbs)), '[]') as rows
+    -- The points of the rows chosen only, each looked up by its key (sorting the rows with their
+    -- arrays spilled megabytes to disk).
+    select coalesce(json_agg(json_build_array(p.route, p.seqs::text[], p.durations, p.timestamps, p.ttfbs)), '[]') as rows
     from m join low on low.route = m.route
+      cross join lateral (select route, seqs, durations, timestamps, ttfbs from watchtower_day_points p
+                          where p.user_id = ${user} and p.scope = ${scope} and p.day = m.day and p.route = m.route) p
     where m.before < ${LATENCY_POINTS} or m.last_seq > low.low`;
   const byRoute = new Map<string, PointRow[]>();
   for (const [route, seqs, durations, timestamps, ttfbs] of rows) {
@@ -1281,7 +1286,9 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const active = sql`received_at >= ${iso(now - ACTIVE_WINDOW_MS)}::timestamptz and received_at <= ${iso(now)}::timestamptz`;
   // Active sessions from watchtower_sessions_seen: for a recent `now` (its rows are complete from
   // a day back) and a range that holds the whole window.
-  const seenCounts = now >= Date.now() - SEEN_TRUSTED_MS && (r === null || (r.from <= now - ACTIVE_WINDOW_MS && r.to > now));
+  // A range ending at `now` (as one without `to` does) leaves out what was received at `now`.
+  const seenCounts = now >= Date.now() - SEEN_TRUSTED_MS && (r === null || (r.from <= now - ACTIVE_WINDOW_MS && r.to >= now));
+  const seenAfter = r !== null && r.to === now ? sql`last_received >= ${iso(now)}::timestamptz` : sql`last_received > ${iso(now)}::timestamptz`;
   const cut = cutBucketHours(plan);
   // Blocks wholly inside an edge's span: their rollups stand for their events (all the owner's,
   // so not for a project's statistics). Cached like fold rows, under a scope of their own.
@@ -1433,11 +1440,12 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
                                                                             then null else encode(b.rollup, 'base64') end)), '[]')
          from watchtower_event_blocks b where b.user_id = ${user} and ${anyOf(plan.rawSpans, reaching)} and ${rolled}) as edge_blocks,
       -- The sessions seen in the window, when no event was received after it (then a session's
-      -- latest receive time tells whether it had one in the window) and the range holds it.
+      -- latest receive time tells whether it had one in the window) and the range holds it
+      -- (a session seen at or after its end, for a range that ends at now, is seen after it).
       -- Otherwise from the events; blocks only for a "now" in a closed day (a past now, as tests
       -- and benchmarks ask).
       case when ${seenCounts}::boolean and not exists (
-          select 1 from watchtower_sessions_seen where user_id = ${user} and last_received > ${iso(now)}::timestamptz)
+          select 1 from watchtower_sessions_seen where user_id = ${user} and ${seenAfter})
         then (select count(distinct session_id)::int from watchtower_sessions_seen
               where user_id = ${user} ${project === null ? sql`` : sql`and project_id = ${project}`}
                 and last_received >= ${iso(now - ACTIVE_WINDOW_MS)}::timestamptz)
