@@ -14,6 +14,7 @@ import { assembleStats, planStats, type StatsPlan } from '../rollup/assemble.ts'
 import {
   CounterRollups, counterPart, DAY_SESSIONS, DIM_KINDS, eventCounters, HOUR_SESSIONS, TYPE, VITAL_KINDS, type Counter,
 } from '../rollup/counters.ts';
+import { encodePart, FrozenHour } from '../rollup/codec.ts';
 import { asHour, HourRollup, rollupRow, type RollupPart } from '../rollup/hour.ts';
 import {
   ACTIVE_WINDOW_MS, DAY_MS, HOUR_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS,
@@ -1191,6 +1192,17 @@ async function keptPoints(sql: postgres.Sql, user: string, scope: string, days: 
   return latestPoints(byRoute);
 }
 
+/**
+ * Base64 into bytes by a plain loop: Uint8Array.from over the decoded string iterated it one
+ * character string at a time, the largest transient garbage of a first all-time answer.
+ */
+function fromBase64(base64: string): Uint8Array {
+  const binary = atob(base64);
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
 /** Seqs as decimal strings, newest first. */
 const bySeqDesc = (a: PointRow, b: PointRow) => b.seq.length - a.seq.length || (a.seq < b.seq ? 1 : a.seq > b.seq ? -1 : 0);
 
@@ -1220,7 +1232,9 @@ function dayPart(cache: DayPartCache, user: string, scope: string, day: number, 
   return cache.mergedDay(user, scope, day, folds, () => {
     const merged = new HourRollup(day * 24);
     for (const p of hours) merged.merge(asHour(p, day * 24));
-    return merged;
+    // Kept frozen: a merged day's maps and session sets took several times the bytes of its
+    // columns, for every day an all-time answer adds.
+    return FrozenHour.decode(encodePart(merged));
   });
 }
 
@@ -1342,15 +1356,18 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const pointed = days.filter((d) => wholeDay(d) && d.pointed === d.events && d.moved === d.events);
   const unpointed = days.filter((d) => !pointed.includes(d));
   const windowEvents = unpointed.reduce((n, d) => n + d.events, 0);
+  // The kept points first: an unpointed day whose newest seq is older than every route's 100th
+  // kept point cannot hold a latest point (a range's first day, partial, is such a day), and is
+  // not read.
   const pointsOf = async (counts: ReadonlyMap<string, number>) => {
     const keys = [...counts.keys()];
-    const [read, kept] = await Promise.all([
-      unpointed.length ? readPoints(counts) : new Map<string, PointRow[]>(),
-      pointed.length ? keptPoints(sql, user, scope, pointed.map((d) => d.day), keys) : new Map<string, PointRow[]>(),
-    ]);
-    return latestPoints(read, kept);
+    const kept = pointed.length ? await keptPoints(sql, user, scope, pointed.map((d) => d.day), keys) : new Map<string, PointRow[]>();
+    let oldest = Infinity;
+    for (const route of keys) oldest = Math.min(oldest, (kept.get(route) ?? []).length < LATENCY_POINTS ? -Infinity : Number(kept.get(route)![LATENCY_POINTS - 1].seq));
+    const days = unpointed.filter((d) => d.last > oldest);
+    return latestPoints(days.length ? await readPoints(counts, days) : new Map<string, PointRow[]>(), kept);
   };
-  const readPoints = (counts: ReadonlyMap<string, number>) => read<PointRow>(user, unpointed, 'desc', LATENCY_POINTS, [...counts.keys()], async (d0, d1, keys) => {
+  const readPoints = (counts: ReadonlyMap<string, number>, days: readonly EventDay[]) => read<PointRow>(user, days, 'desc', LATENCY_POINTS, [...counts.keys()], async (d0, d1, keys) => {
     // One row per route, its points as one JSON array: 20 routes' 100 points would otherwise be
     // 2,000 rows for the driver to decode one by one.
     const rows = await sql<{ route: string; points: [string, number, string, number | null][] }[]>`
@@ -1501,7 +1518,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   const foldsOf = new Map<number, { folds: number[]; hours: RollupPart[] }>();
   for (const [day, fold, base64] of row.days) {
     let hours = cached.get(day)?.folds.get(fold);
-    if (!hours) cache.set(user, scope, day, fold, (hours = decodeDay(Uint8Array.from(atob(base64!), (c) => c.charCodeAt(0)))));
+    if (!hours) cache.set(user, scope, day, fold, (hours = decodeDay(fromBase64(base64!))));
     let folds = foldsOf.get(day);
     if (!folds) foldsOf.set(day, (folds = { folds: [], hours: [] }));
     folds.folds.push(fold);
@@ -1520,7 +1537,7 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   for (const [day, firstSeq, base64] of row.edge_blocks) {
     const key = Number(firstSeq);
     let hours = blocksCached.get(day)?.folds.get(key);
-    if (!hours) cache.set(user, BLOCKS, day, key, (hours = decodeDay(Uint8Array.from(atob(base64!), (c) => c.charCodeAt(0)))));
+    if (!hours) cache.set(user, BLOCKS, day, key, (hours = decodeDay(fromBase64(base64!))));
     edges.push(...hours);
   }
 
