@@ -1,18 +1,23 @@
 // Compaction of the PostgreSQL store's rollups. While a day takes events, its rollups are additive
 // counter rows (lib/rollup/counters.ts), which stay exact under concurrent inserts but cost one row
-// per (hour, route, distinct duration): a busy user's 90 days are over a million rows to add up
-// per stats request. Once a day is closed (no insert receives it any more), its counters of each
-// user and scope are merged into one immutable row of watchtower_rollup_days: the day's hour parts
-// in the binary form of lib/rollup/codec.ts. Stats read closed days as decoded parts (cached per
-// instance: they never change) and open days as counters. The compaction also marks, per owner,
-// the day's event count it saw (watchtower_event_days.compacted): while the count has not moved,
-// the day has no counters of that owner left, and stats do not read its counter partition.
+// per (hour, route, distinct duration), and its breakdown sessions a row per name and session: a
+// busy hour makes tens of thousands, and a busy user's 90 days over a million rows to add up per
+// stats request. So a user's rows of a day are folded into immutable rows of
+// watchtower_rollup_days (the day's hour parts in the binary form of lib/rollup/codec.ts, the
+// breakdown sessions included): while the day is open, whenever they have grown (foldOpenDays),
+// and once more when it is closed (compactClosedDays). Stats read those rows as decoded parts
+// (cached per instance: they never change) and what is left as counters. The closing compaction
+// also marks, per owner, the day's event count it saw (watchtower_event_days.compacted): while the
+// count has not moved, the day has no counters of that owner left, and stats do not read its
+// counter partition.
 //
 // The same pass then moves the closed day's event rows into compressed blocks of each owner's
-// events (blockDay), and gives the partition's space back (packEvents).
+// events (blockDay, which keeps each route's latest points of the day), gives the partition's
+// space back (packEvents), and rolls the blocks up (rollupBlocks), for ranges whose edge falls
+// inside a busy closed hour.
 //
-// Distinct sessions stay where they are (the session sets, and the session counters, which are a
-// few rows per hour): they are what keeps an insert's session counts exact, and an insert that
+// The hour and day session sets stay where they are (and the session counters, which are a few
+// rows per hour): they are what keeps an insert's session counts exact, and an insert that
 // arrived after its day was compacted still finds them and counts only sessions new to them.
 // See docs/architecture.md#postgresql-store.
 import type postgres from 'postgres';

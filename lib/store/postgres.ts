@@ -1270,11 +1270,13 @@ function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, 
 
 /**
  * Statistics from rollups, as every store answers them (lib/rollup/assemble.ts): one statement
- * reads the compacted days in range (only the bytes of days this instance has not cached; see
- * lib/store/postgres-compaction.ts), the counters of the plan's whole hours summed per series
- * bucket, the session counters and sessions the series needs, the raw rows of the partial hours
- * at the range's edges, and the active sessions of the last minutes. Beside it, the latest errors
- * and activity, then the latest points of each route, are read by days (readByDays), so that no
+ * reads the fold rows of the days in range (only the bytes of folds this instance has not cached;
+ * see lib/store/postgres-compaction.ts), the counters of the plan's whole hours summed per series
+ * bucket, the breakdown sessions still in rows, the session counters and sessions the series
+ * needs, the partial hours at the range's edges (blocks wholly inside them as their rollups, the
+ * rest as raw rows), and the active sessions of the last minutes (from the sessions seen, when
+ * they can tell). Beside it, the latest errors and activity, then the latest points of each route
+ * (of whole closed days from watchtower_day_points), are read by days (readByDays), so that no
  * read of raw rows goes through every daily partition. Single statements on pooled connections,
  * never a transaction (see guard).
  */
