@@ -21,8 +21,13 @@ import {
   resolveRange, routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
 } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
-import { compactClosedDays, DayPartCache, decodeDay, foldOpenDays, type SessionCount } from './postgres-compaction.ts';
+import { compactClosedDays, foldOpenDays } from './postgres-compaction.ts';
+import { DayPartCache, type SessionCount } from './postgres-day-cache.ts';
+import { decodeDay } from './postgres-day-codec.ts';
 import { analyzeChangedPartitions } from './postgres-analyze.ts';
+import { pgArray } from './postgres-arrays.ts';
+
+export { pgArray };
 import { groupCommit } from './postgres-group-commit.ts';
 import { issueLease, safeHorizon, scanErrors } from './postgres-issue-feed.ts';
 import { isoBounds } from './filter.ts';
@@ -100,20 +105,6 @@ export function isUnavailable(err: unknown): boolean {
 // PostgreSQL text cannot hold NUL; the columns (not the event's text, where JSON escapes it as
 // \u0000) carry U+FFFD instead, and filters are mapped the same way so they still match.
 const col = (s: string | null): string | null => (s !== null && s.includes('\u0000') ? s.replaceAll('\u0000', '\uFFFD') : s);
-
-/**
- * A PostgreSQL array literal, sent as one bound text parameter and cast in SQL (::text[], ::float8[]).
- * Elements are always double-quoted with \\ and " escaped, so no value can change the array's shape.
- */
-export function pgArray(values: readonly (string | number | null)[]): string {
-  let out = '{';
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i];
-    if (i) out += ',';
-    out += v === null ? 'NULL' : typeof v === 'number' ? String(v) : '"' + v.replace(/[\\"]/g, '\\$&') + '"';
-  }
-  return out + '}';
-}
 
 /** A row read back: the event's JSON text, as it was stored. */
 interface Row { event: string }

@@ -1,0 +1,103 @@
+// What an instance keeps of the PostgreSQL store's rollups between statistics requests: decoded
+// fold rows (and blocks' rollups), and the session counters of days that no longer change.
+import type { FrozenHour } from '../rollup/codec.ts';
+import type { RollupPart } from '../rollup/hour.ts';
+
+/** A session counter row: kind (HOUR_SESSIONS or DAY_SESSIONS), hour, count. */
+export type SessionCount = [string, number, number];
+/** Days of session counters kept per instance (a day is ~25 rows per user and scope). */
+const SESSION_DAYS = 100_000;
+
+/** A day's cached fold rows (fold → its hour parts), and their parts merged into one, if built. */
+export interface CachedDay { folds: Map<number, FrozenHour[]>; merged: { folds: string; part: RollupPart } | null }
+
+/**
+ * Decoded fold rows of this instance, least recently used first, within a byte budget. A fold row
+ * never changes, so an entry is never stale: retention deletes the row, and a request simply
+ * stops asking for it.
+ */
+export class DayPartCache {
+  /** user + scope → day → its folds; `order` holds one entry per fold, least recently used first. */
+  private readonly groups = new Map<string, Map<number, CachedDay>>();
+  private readonly order = new Map<string, { group: string; day: number; fold: number; bytes: number }>();
+  private bytes = 0;
+  private readonly sessions = new Map<string, readonly SessionCount[]>();
+  constructor(private readonly budget: number) {}
+
+  /** The cached days of a user and scope (marked as just used). */
+  daysOf(user: string, scope: string): ReadonlyMap<number, CachedDay> {
+    const group = `${user}\u0000${scope}`;
+    const days = this.groups.get(group) ?? new Map<number, CachedDay>();
+    for (const [day, { folds }] of days) {
+      for (const fold of folds.keys()) {
+        const k = `${group}\u0000${day}\u0000${fold}`;
+        const entry = this.order.get(k);
+        if (!entry) continue;
+        this.order.delete(k);
+        this.order.set(k, entry);
+      }
+    }
+    return days;
+  }
+
+  /**
+   * The parts of a day's folds merged into one (for buckets of whole days: assembleStats adds up
+   * the same counts from one part as from all of them), built once per set of folds.
+   */
+  mergedDay(user: string, scope: string, day: number, folds: readonly number[], build: () => RollupPart): RollupPart {
+    const cached = this.groups.get(`${user}\u0000${scope}`)?.get(day);
+    const key = folds.join(',');
+    if (cached?.merged?.folds === key) return cached.merged.part;
+    const part = build();
+    if (cached) cached.merged = { folds: key, part };
+    return part;
+  }
+
+  /**
+   * Session counters (kind, hour, n) of a compacted day that took no insert since its compaction
+   * (see watchtower_event_days.compacted), which no longer change. The caller asks only for such
+   * days; a day that takes a late insert is never such a day again. At most SESSION_DAYS entries,
+   * the least recently used dropped first.
+   */
+  sessionsOf(user: string, scope: string, day: number): readonly SessionCount[] | undefined {
+    const k = `${user}\u0000${scope}\u0000${day}`;
+    const rows = this.sessions.get(k);
+    if (rows) {
+      this.sessions.delete(k);
+      this.sessions.set(k, rows);
+    }
+    return rows;
+  }
+
+  setSessions(user: string, scope: string, day: number, rows: readonly SessionCount[]): void {
+    this.sessions.set(`${user}\u0000${scope}\u0000${day}`, rows);
+    for (const k of this.sessions.keys()) {
+      if (this.sessions.size <= SESSION_DAYS) break;
+      this.sessions.delete(k);
+    }
+  }
+
+  set(user: string, scope: string, day: number, fold: number, parts: FrozenHour[]): void {
+    const group = `${user}\u0000${scope}`;
+    const bytes = parts.reduce((n, p) => n + p.encode().byteLength, 0);
+    if (bytes > this.budget || this.groups.get(group)?.get(day)?.folds.has(fold)) return;
+    let days = this.groups.get(group);
+    if (!days) this.groups.set(group, (days = new Map()));
+    let cached = days.get(day);
+    if (!cached) days.set(day, (cached = { folds: new Map(), merged: null }));
+    cached.folds.set(fold, parts);
+    this.order.set(`${group}\u0000${day}\u0000${fold}`, { group, day, fold, bytes });
+    this.bytes += bytes;
+    for (const [k, entry] of this.order) {
+      if (this.bytes <= this.budget) break;
+      this.order.delete(k);
+      this.bytes -= entry.bytes;
+      const g = this.groups.get(entry.group)!;
+      const d = g.get(entry.day)!;
+      d.folds.delete(entry.fold);
+      d.merged = null;
+      if (!d.folds.size) g.delete(entry.day);
+      if (!g.size) this.groups.delete(entry.group);
+    }
+  }
+}
