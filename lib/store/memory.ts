@@ -10,7 +10,7 @@ import { UserRollups } from '../rollup/user.ts';
 import type { Stats, StatsRange } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { eventMatcher } from './filter.ts';
-import type { AppUser, ErrorScan, ErrorScanQuery, EventPage, EventQuery, ExportQuery, Store, StoreHealth, UserSync } from './types.ts';
+import { appUser, type AppUser, type ErrorScan, type ErrorScanQuery, type EventPage, type EventQuery, type ExportQuery, type Store, type StoreHealth, type UserSync } from './types.ts';
 
 export const DEFAULT_BUFFER_SIZE = 10_000;
 
@@ -182,12 +182,7 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
       return assembleStats({ plan, rollups: u.rollups, edges, recents });
     },
     async upsertUser(u: UserSync, now) {
-      const user: AppUser = {
-        idp_user_id: u.idpUserId,
-        email: u.email,
-        display_name: u.displayName,
-        last_seen_at: new Date(now).toISOString(),
-      };
+      const user = appUser(u, now);
       users.set(u.idpUserId, user);
       return user;
     },

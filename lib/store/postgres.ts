@@ -33,7 +33,7 @@ import { issueLease, safeHorizon, scanErrors } from './postgres-issue-feed.ts';
 import { isoBounds } from './filter.ts';
 import { MIGRATION_LOCK, MIGRATIONS, type Migration } from './postgres-migrations.ts';
 import {
-  StoreUnavailableError, type AppUser, type EventFilter, type EventPage, type EventQuery, type Store, type StoreHealth, type UserSync,
+  StoreUnavailableError, appUser, type AppUser, type EventFilter, type EventPage, type EventQuery, type Store, type StoreHealth, type UserSync,
 } from './types.ts';
 
 export interface PostgresStoreOptions {
@@ -1009,13 +1009,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     },
 
     async upsertUser(u: UserSync, now) {
-      const lastSeen = new Date(now).toISOString();
+      const user = appUser(u, now);
       await guard('upsertUser', () => sql`
         insert into watchtower_users (idp_user_id, email, display_name, last_seen_at)
-        values (${col(u.idpUserId)}, ${col(u.email)}, ${col(u.displayName)}, ${lastSeen}::timestamptz)
+        values (${col(user.idp_user_id)}, ${col(user.email)}, ${col(user.display_name)}, ${user.last_seen_at}::timestamptz)
         on conflict (idp_user_id) do update
           set email = excluded.email, display_name = excluded.display_name, last_seen_at = excluded.last_seen_at`);
-      return { idp_user_id: u.idpUserId, email: u.email, display_name: u.displayName, last_seen_at: lastSeen };
+      return user;
     },
 
     async getUser(idpUserId) {

@@ -41,7 +41,7 @@ import { Dedupe } from './dedupe.ts';
 import { DEFAULT_CACHE_MB, DEFAULT_DEDUPE_DAYS, DEFAULT_MAX_EVENTS, DEFAULT_RETENTION_DAYS } from './defaults.ts';
 import { writeSegment } from './seal.ts';
 import { threadMemory, type FromWorker, type HealthFigures, type InitResult, type Request, type RowsResult, type SealAnswer, type ToWorker } from './sqlite-protocol.ts';
-import { StoreUnavailableError, type AppUser, type ErrorScan, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
+import { StoreUnavailableError, appUser, type AppUser, type ErrorScan, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
 
 export interface SqliteStoreOptions {
   /** Database file; the journal segments and snapshot temp files live beside it. */
@@ -591,12 +591,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
       return request<Stats>({ op: 'stats', userId, now, range: resolved ? range : undefined, projectId });
     },
     upsertUser(u: UserSync, now) {
-      const user: AppUser = {
-        idp_user_id: u.idpUserId,
-        email: u.email,
-        display_name: u.displayName,
-        last_seen_at: new Date(now).toISOString(),
-      };
+      const user = appUser(u, now);
       const line = JSON.stringify({ u: user }) + '\n';
       return enqueue(line, () => {
         if (failure) throw failure;

@@ -91,6 +91,11 @@ export interface UserSync {
   displayName: string;
 }
 
+/** The stored form of a user's sign-in, the same in every store. */
+export function appUser(u: UserSync, now: number): AppUser {
+  return { idp_user_id: u.idpUserId, email: u.email, display_name: u.displayName, last_seen_at: new Date(now).toISOString() };
+}
+
 export interface StoreHealth {
   storage: string;
   eventCount: number;
