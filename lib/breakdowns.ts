@@ -3,7 +3,7 @@
 // shared by the reference (computeStats) and the rollups, so that both count the same names; how
 // they count (a scan of raw events, or sums of hour rollups) is their own.
 import type { StoredEvent } from './event.ts';
-import { routeKey, UNKNOWN } from './stats.ts';
+import { routeKey, UNKNOWN } from './event-keys.ts';
 
 /** The breakdowns, in the order rollups keep them. */
 export const DIMENSIONS = ['pages', 'referrers', 'browsers', 'os', 'devices', 'versions'] as const;
@@ -51,20 +51,6 @@ const nameOr = (v: unknown): string => (typeof v === 'string' && v !== '' ? v : 
 /** Sorted by events (descending), then name; at most BREAKDOWN_LIMIT rows. */
 export function topRows<T extends { name: string; events: number }>(rows: T[]): T[] {
   return rows.sort((a, b) => b.events - a.events || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).slice(0, BREAKDOWN_LIMIT);
-}
-
-/**
- * A referrer as stored: the origin of an http(s) URL, else nothing. The SDK sends origins only;
- * the server reduces whatever a client sends all the same, so a path or query never lands.
- */
-export function referrerOrigin(value: unknown): string | null {
-  if (typeof value !== 'string' || value === '' || value.length > 2048) return null;
-  try {
-    const u = new URL(value);
-    return /^https?:$/.test(u.protocol) ? u.origin : null;
-  } catch {
-    return null;
-  }
 }
 
 // --- Web vitals -------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 // Event shapes and their pure normalisation: ingest fields → stored shape (docs/api.md#events).
-import { referrerOrigin } from './breakdowns.ts';
+import { referrerOrigin } from './event-keys.ts';
 import type { ClientInfo } from './client-info.ts';
 
 /** Types the service recognises (docs/api.md#event-fields). Others are accepted as they are. */

@@ -1,7 +1,8 @@
 // GET /api/developer/insights (docs/api.md#developer-insights): what a developer looks at first. Pure.
 import type { StoredEvent } from './event.ts';
 import { VITAL_THRESHOLDS as THRESHOLDS } from './breakdowns.ts';
-import { percentile, type Stats, UNKNOWN } from './stats.ts';
+import { percentile, type Stats } from './stats.ts';
+import { UNKNOWN } from './event-keys.ts';
 
 export interface ErrorGroup {
   fingerprint: string;

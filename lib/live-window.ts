@@ -8,9 +8,10 @@
 import type { StoredEvent } from './event.ts';
 import { withinDepth } from './shape.ts';
 import {
-  ACTIVE_WINDOW_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS, routeKey,
+  ACTIVE_WINDOW_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS,
   type LatencyPoint, type ResolvedRange,
 } from './stats.ts';
+import { routeKey } from './event-keys.ts';
 
 /** The statistics that come from the latest events rather than from rollups. */
 export interface Recents {

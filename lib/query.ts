@@ -4,7 +4,8 @@
 import * as v from 'valibot';
 import type { StoredEvent } from './event.ts';
 import { HttpError } from './http.ts';
-import { pageloadDuration, percentile, routeKey, UNKNOWN } from './stats.ts';
+import { pageloadDuration, percentile } from './stats.ts';
+import { routeKey, UNKNOWN } from './event-keys.ts';
 
 export const GROUP_BY = ['type', 'version', 'route', 'sessionId', 'appName', 'severity', 'day', 'hour'] as const;
 export const METRICS = ['count', 'sessions', 'avgDuration', 'p50Duration', 'p95Duration'] as const;

@@ -7,6 +7,7 @@ import {
   type BreakdownRow, type Breakdowns, type PageRow, type Vitals, type VitalSummary,
 } from './breakdowns.ts';
 import type { StoredEvent } from './event.ts';
+import { routeKey, UNKNOWN } from './event-keys.ts';
 
 export interface LatencyPoint { duration: number; ttfb: number | null; timestamp: string }
 export interface LatencySummary { count: number; p50: number; p95: number; avg: number; points: LatencyPoint[] }
@@ -44,8 +45,6 @@ export const LATENCY_POINTS = 100;
 export const SERIES_DAYS = 7;
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
-/** Key used when an error carries no deployVersion, or a pageload neither route nor URL. */
-export const UNKNOWN = 'unknown';
 
 /**
  * Statistics over a window of receive time, ms since the epoch: `from` inclusive, `to` exclusive
@@ -148,18 +147,6 @@ export function pageloadDuration(e: StoredEvent): number | null {
   if (e.type !== 'pageload') return null;
   const d = e.data.duration;
   return typeof d === 'number' && Number.isFinite(d) ? d : null;
-}
-
-/** Route key of a pageload: its route, else the path of its URL, else "unknown". */
-export function routeKey(e: Pick<StoredEvent, 'route' | 'url' | 'page_url'>): string {
-  if (e.route) return e.route;
-  const url = e.url ?? e.page_url;
-  if (!url) return UNKNOWN;
-  try {
-    return new URL(url, 'http://x').pathname;
-  } catch {
-    return UNKNOWN;
-  }
 }
 
 /** Feedback rating 1–5 of an event, or null. */

@@ -2,7 +2,8 @@
 // the reference every store is compared with.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { BREAKDOWN_LIMIT, referrerOrigin, vitalRating } from '../lib/breakdowns.ts';
+import { BREAKDOWN_LIMIT, vitalRating } from '../lib/breakdowns.ts';
+import { referrerOrigin } from '../lib/event-keys.ts';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
 

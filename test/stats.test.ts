@@ -1,7 +1,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
-import { computeStats, dayIndex, MAX_SERIES_BUCKETS, percentile, rangeProblem, resolveRange, routeKey } from '../lib/stats.ts';
+import { computeStats, dayIndex, MAX_SERIES_BUCKETS, percentile, rangeProblem, resolveRange } from '../lib/stats.ts';
+import { routeKey } from '../lib/event-keys.ts';
 
 const NOW = Date.parse('2026-05-16T12:00:00.000Z');
 let seq = 0;

@@ -2,7 +2,8 @@
 // Fed with stored events off the ingest path; each process counts what it received, so behind a
 // load balancer (several instances on PostgreSQL) a store query should answer AlertMetrics instead.
 import type { StoredEvent } from '../event.ts';
-import { pageloadDuration, routeKey } from '../stats.ts';
+import { pageloadDuration } from '../stats.ts';
+import { routeKey } from '../event-keys.ts';
 import { type ErrorCounts, SLOW_ROUTE_WINDOW_MS, SPIKE_BASELINE_MS, SPIKE_WINDOW_MS } from './evaluate.ts';
 
 /** What the engine asks about recent traffic; a store may answer it with queries instead. */

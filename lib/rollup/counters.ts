@@ -7,7 +7,9 @@
 // CounterRollups is the read side: the counters a store summed for a stats request, offered to
 // assembleStats as a RollupSource.
 import { type PartColumns, type RollupPart, type RollupRow } from './hour.ts';
-import { micros, roundMs, UNKNOWN } from '../stats.ts';
+import { dimColumns, vitalEntries } from './layout.ts';
+import { micros, roundMs } from '../stats.ts';
+import { UNKNOWN } from '../event-keys.ts';
 import type { RollupSource } from './user.ts';
 
 /**
@@ -96,41 +98,22 @@ export function counterPart(hour: number, counters: readonly Counter[], dimSessi
   // Each session once in the part, names pointing at it by index (as a frozen part keeps them).
   const sessions: string[] = [];
   const index = new Map<string, number>();
-  const dimNames: string[] = [], dimCounts: number[] = [], dimSessionEnds: number[] = [], dimSessionIds: number[] = [];
-  const dimEnds = new Uint32Array(DIM_KINDS.length);
-  dims.forEach((names, d) => {
-    for (const name of [...names.keys()].sort()) {
-      const row = names.get(name)!;
-      dimNames.push(name);
-      dimCounts.push(row.n);
-      for (const s of row.sessions) {
-        let i = index.get(s);
-        if (i === undefined) {
-          index.set(s, (i = sessions.length));
-          sessions.push(s);
-        }
-        dimSessionIds.push(i);
-      }
-      dimSessionEnds.push(dimSessionIds.length);
+  const dim = dimColumns(dims, (row) => row.n, (row) => row.sessions, (s) => {
+    let i = index.get(s);
+    if (i === undefined) {
+      index.set(s, (i = sessions.length));
+      sessions.push(s);
     }
-    dimEnds[d] = dimNames.length;
+    return i;
   });
-  const vitalPages: string[] = [], vitalMetrics: number[] = [], vitalLists: [number, number][][] = [];
-  for (const page of [...vitals.keys()].sort()) {
-    const metrics = vitals.get(page)!;
-    for (const m of [...metrics.keys()].sort((a, b) => a - b)) {
-      vitalPages.push(page);
-      vitalMetrics.push(m);
-      vitalLists.push(metrics.get(m)!);
-    }
-  }
+  const { vitalPages, vitalMetrics, lists: vitalLists } = vitalEntries(vitals);
   const vital = valueLists(vitalLists);
   const columns: PartColumns = {
     types, typeCounts, versions, versionCounts, feedback, routes,
     routeCounts: routes.map((r) => byRoute.get(r)!.count),
     routeSumMicros: routes.map((r) => byRoute.get(r)!.sumMicros),
     routeEnds: route.ends, values: route.values, valueCounts: route.counts,
-    dimNames, dimEnds, dimCounts, dimSessionEnds, dimSessions: dimSessionIds,
+    ...dim,
     vitalPages, vitalMetrics, vitalEnds: vital.ends, vitalValues: vital.values, vitalValueCounts: vital.counts,
   };
   return { hour, total, sessionCount: sessions.length, forEachSession: (fn) => sessions.forEach((s) => fn(s)), columns: () => columns };

@@ -8,7 +8,9 @@
 // Both offer the same read side, RollupPart, which is all that assembleStats reads.
 import { DIMENSIONS, dimensionNames, vitalOf } from '../breakdowns.ts';
 import type { StoredEvent } from '../event.ts';
-import { feedbackRating, HOUR_MS, micros, pageloadDuration, roundMs, routeKey, UNKNOWN } from '../stats.ts';
+import { feedbackRating, HOUR_MS, micros, pageloadDuration, roundMs } from '../stats.ts';
+import { routeKey, UNKNOWN } from '../event-keys.ts';
+import { dimColumns, vitalEntries } from './layout.ts';
 
 /** The fields of one event that rollups read; a store with columns can fill it without an event. */
 export interface RollupRow {
@@ -128,9 +130,6 @@ const bump = <K>(m: Map<K, number>, key: K, by: number) => {
 
 /** One breakdown name: its events and, per session, how many of them came with it. */
 interface NameCounts { events: number; sessions: Map<string, number> }
-
-/** Ascending by UTF-16 code units, as Array.prototype.sort does. */
-const sorted = <T>(keys: Iterable<T>): T[] => [...keys].sort();
 
 /** Flat value columns of (value → count) maps: ends, ascending values and their counts. */
 function valueColumns(maps: readonly Map<number, number>[]) {
@@ -299,27 +298,8 @@ export class HourRollup implements RollupPart {
     // Sessions are referred to by their place in forEachSession's order, which is the map's.
     const sessionIndex = new Map<string, number>();
     for (const s of this.sessions.keys()) sessionIndex.set(s, sessionIndex.size);
-    const dimNames: string[] = [], dimCounts: number[] = [], dimSessionEnds: number[] = [], dimSessions: number[] = [];
-    const dimEnds = new Uint32Array(DIMENSIONS.length);
-    this.dims.forEach((names, d) => {
-      for (const name of sorted(names.keys())) {
-        const n = names.get(name)!;
-        dimNames.push(name);
-        dimCounts.push(n.events);
-        for (const s of n.sessions.keys()) dimSessions.push(sessionIndex.get(s)!);
-        dimSessionEnds.push(dimSessions.length);
-      }
-      dimEnds[d] = dimNames.length;
-    });
-    const vitalPages: string[] = [], vitalMetrics: number[] = [], vitalMaps: Map<number, number>[] = [];
-    for (const page of sorted(this.vitals.keys())) {
-      const metrics = this.vitals.get(page)!;
-      for (const m of [...metrics.keys()].sort((a, b) => a - b)) {
-        vitalPages.push(page);
-        vitalMetrics.push(m);
-        vitalMaps.push(metrics.get(m)!);
-      }
-    }
+    const dim = dimColumns(this.dims, (n) => n.events, (n) => n.sessions.keys(), (s) => sessionIndex.get(s)!);
+    const { vitalPages, vitalMetrics, lists: vitalMaps } = vitalEntries(this.vitals);
     const vital = valueColumns(vitalMaps);
     return (this.cached = {
       types,
@@ -333,11 +313,7 @@ export class HourRollup implements RollupPart {
       routeEnds,
       values,
       valueCounts,
-      dimNames,
-      dimEnds,
-      dimCounts,
-      dimSessionEnds,
-      dimSessions,
+      ...dim,
       vitalPages,
       vitalMetrics,
       vitalEnds: vital.ends,

@@ -18,8 +18,9 @@ import { encodePart, FrozenHour } from '../rollup/codec.ts';
 import { asHour, HourRollup, rollupRow, type RollupPart } from '../rollup/hour.ts';
 import {
   ACTIVE_WINDOW_MS, DAY_MS, HOUR_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS,
-  resolveRange, routeKey, SERIES_DAYS, type LatencyPoint, type Stats,
+  resolveRange, SERIES_DAYS, type LatencyPoint, type Stats,
 } from '../stats.ts';
+import { routeKey } from '../event-keys.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { compactClosedDays, foldOpenDays } from './postgres-compaction.ts';
 import { DayPartCache, type SessionCount } from './postgres-day-cache.ts';
