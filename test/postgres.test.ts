@@ -666,6 +666,46 @@ async function register() {
     }
   });
 
+  test('a range starting inside an hour: its whole edge minutes are rolled up once, and read again when their rows change', async () => {
+    const own = await createTestDatabase();
+    const store = await openPostgresStore({ url: own.url, connectTimeout: 3 });
+    try {
+      const now = Date.now();
+      // An hour wholly in the past, with events every 5 s from its start to a minute ago.
+      const hour = Math.floor((now - 65 * 60_000) / 3_600_000) * 3_600_000;
+      let i = 0;
+      const make = (at: number) => {
+        const e = ev({ id: `em-${++i}`, type: ['pageload', 'click', 'error'][i % 3], sessionId: `ems${i % 13}`, route: `/e${i % 5}`,
+          referrer: `https://ref${i % 4}.example`, data: { duration: 100 + (i % 50) } }, 'edge', at);
+        return i % 4 ? e : { ...e, projectId: 'ep' };
+      };
+      const events: StoredEvent[] = [];
+      for (let at = hour; at < now - 60_000; at += 5_000) events.push(make(at));
+      for (let k = 0; k < events.length; k += 200) await store.insert(events.slice(k, k + 200));
+      const range = { from: hour + 10 * 60_000 + 30_000 };
+      const hits = async () => ((await store.health()).edgeMinutes as { hits: number; minutes: number }).hits;
+      const check = async (label: string) => {
+        assert.equal(await store.stats('edge', now, range), computeStats(events, now, range), label);
+        assert.equal(await store.stats('edge', now, range, 'ep'), computeStats(events.filter((e) => e.projectId === 'ep'), now, range), `${label}, project`);
+      };
+      await check('first read');
+      assert.is(await hits(), 0, 'nothing held before the first read');
+      await check('second read');
+      // The edge's 49 whole minutes (11 to 59), each with events, for the user and for the project.
+      assert.is(await hits(), 2 * 49, 'whole minutes taken from the instance');
+      // Late rows in two held minutes: those two are read again, the others are not.
+      const late = [make(hour + 20 * 60_000 + 30_000), make(hour + 40 * 60_000 + 1)];
+      await store.insert(late);
+      events.push(...late);
+      assert.equal(await store.stats('edge', now, range), computeStats(events, now, range), 'after late rows');
+      assert.is(await hits(), 2 * 49 + 47, 'the two changed minutes were read again');
+      await check('third read');
+    } finally {
+      await store.close();
+      await own.drop();
+    }
+  });
+
   test('compaction rebuilds a closed day\'s events indexes once, smaller; reads answer the same', async () => {
     const own = await createTestDatabase();
     try {

@@ -15,6 +15,7 @@ import {
   CounterRollups, counterPart, DAY_SESSIONS, DIM_KINDS, eventCounters, HOUR_SESSIONS, TYPE, VITAL_KINDS, type Counter,
 } from '../rollup/counters.ts';
 import { encodePart, FrozenHour } from '../rollup/codec.ts';
+import { edgeParts, EdgeMinuteCache, MINUTE_MS, wholeMinutes } from './postgres-edge-minutes.ts';
 import { asHour, HourRollup, rollupRow, type RollupPart } from '../rollup/hour.ts';
 import {
   ACTIVE_WINDOW_MS, DAY_MS, HOUR_MS, LATENCY_POINTS, pageloadDuration, RECENT_ACTIVITY, RECENT_ERRORS,
@@ -508,7 +509,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   // for its partitions first (and the next days', so that midnight needs no DDL); an insert that
   // still finds none (retention dropped a day it knew) forgets what it knew and asks again.
   const knownDays = new Set<number>();
-  const dayCache = new DayPartCache(options.rollupCacheBytes ?? 64 * 1024 * 1024);
+  const cacheBytes = options.rollupCacheBytes ?? 64 * 1024 * 1024;
+  // Edge minutes take an eighth of the budget: two edges of an hour a range, per dashboard in use.
+  const dayCache = new DayPartCache(cacheBytes - Math.floor(cacheBytes / 8));
+  const edgeMinutes = new EdgeMinuteCache(Math.floor(cacheBytes / 8));
   // The first hour whose events all have breakdown counters (migration 5): fixed once migrated.
   let breakdownsFromHour: number | undefined;
   const breakdownsFrom = async () =>
@@ -1004,7 +1008,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
           latest = at === null ? endHour * HOUR_MS - 1 : at.getTime();
         }
         const plan = planStats(now, range, latest);
-        return statsOf(sql, dayCache, plan, user, scope, projectId === undefined ? null : col(projectId),
+        return statsOf(sql, dayCache, edgeMinutes, plan, user, scope, projectId === undefined ? null : col(projectId),
           await days, (f, want, known) => newest(f, want, undefined, known), readOwner, await breakdownsFrom());
       });
     },
@@ -1042,6 +1046,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         databaseBytes: Number(row.bytes),
         schemaVersion: MIGRATIONS[MIGRATIONS.length - 1].version,
         instance,
+        edgeMinutes: edgeMinutes.figures(),
       };
     },
 
@@ -1272,7 +1277,7 @@ function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, 
  * read of raw rows goes through every daily partition. Single statements on pooled connections,
  * never a transaction (see guard).
  */
-async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, user: string, scope: string, project: string | null,
+async function statsOf(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeMinuteCache, plan: StatsPlan, user: string, scope: string, project: string | null,
   userDays: readonly EventDay[], newest: NewestOf, read: OwnerRead, breakdownsFrom: number): Promise<Stats> {
   const { now, range: r } = plan;
   const [h0, h1] = plan.fullHours;
@@ -1402,6 +1407,10 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
       routes.forEach((route, i) => guessed.set(route, (guessed.get(route) ?? 0) + routeCounts[i]));
     }
   }
+  // Whole minutes of the edges: those this instance holds rollups of are not read again while
+  // their rows are as they were (see postgres-edge-minutes.ts).
+  const minuteSpans = wholeMinutes(plan.rawSpans);
+  const heldMinutes = minuteSpans.length ? minutes.held(user, scope, minuteSpans) : new Map<string, RollupPart>();
   const pointsEarly = guessed.size ? pointsOf(guessed) : null;
   pointsEarly?.catch(() => {});
   const [row] = await sql<{
@@ -1411,9 +1420,17 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
     sessions: [number, string][];
     breakdown_sessions: [string, string, string[]][];
     edges: string;
+    minutes: [number, number, string, boolean][];
+    edge_block_rows: string;
     edge_blocks: [number, string, string | null][];
     active: number;
   }[]>`
+    with minutes as materialized (
+      select minute, n, s, minute || ':' || n || ':' || s = any(${pgArray([...heldMinutes.keys()])}::text[]) as held from (
+        select floor(extract(epoch from received_at) / 60)::bigint as minute, count(*)::int as n, sum(seq)::text as s
+        from watchtower_events
+        where user_id = ${user} ${ofProject} and ${anyOf(minuteSpans.map(([m0, m1]) => [m0 * MINUTE_MS, m1 * MINUTE_MS]), received)}
+        group by 1) m)
     select
       (select coalesce(json_agg(json_build_array(day, fold, case when day || ':' || fold = any(${pgArray(cachedFolds)}::text[]) then null
                                                             else encode(parts, 'base64') end) order by day, fold), '[]')
@@ -1438,14 +1455,15 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
          where ${breakdowns && h0 < h1}::boolean and user_id = ${user} and scope = ${scope} and (${inSpans(daySpans(sessionRowDays, h0, h1))})
          group by kind, key) t) as breakdown_sessions,
       -- The stored texts as one JSON array, which the instance parses at once.
-      -- The rows of those hours, and those of blocks (closed days) that reach into them.
-      (select coalesce('[' || string_agg(event, ',' order by seq) || ']', '[]') from (
-         select seq, event from watchtower_events
+      -- The rows of those hours but those of whole minutes this instance holds as they are
+      -- (postgres-edge-minutes.ts), and the rows of blocks (closed days) that reach into them.
+      (select coalesce('[' || string_agg(event, ',') || ']', '[]') from watchtower_events
          where user_id = ${user} ${ofProject} and ${anyOf(plan.rawSpans, received)}
-         union all
-         select seq, event from ${blockEvents(sql)}
+           and floor(extract(epoch from received_at) / 60)::bigint <> all(array(select minute from minutes where held))) as edges,
+      (select coalesce(json_agg(json_build_array(minute, n, s, held)), '[]') from minutes) as minutes,
+      (select coalesce('[' || string_agg(event, ',') || ']', '[]') from ${blockEvents(sql)}
          where b.user_id = ${user} ${ofProject} and ${anyOf(plan.rawSpans, reaching)} and ${anyOf(plan.rawSpans, received)}
-           and not ${rolled}) e) as edges,
+           and not ${rolled}) as edge_block_rows,
       -- Blocks wholly inside an edge's span, as their rollups (the bytes of those not cached).
       (select coalesce(json_agg(json_build_array(b.day, b.first_seq::text, case when b.day || ':' || b.first_seq = any(${pgArray(cachedBlocks)}::text[])
                                                                             then null else encode(b.rollup, 'base64') end)), '[]')
@@ -1527,7 +1545,8 @@ async function statsOf(sql: postgres.Sql, cache: DayPartCache, plan: StatsPlan, 
   if (row.breakdown_sessions.length) parts.push(counterPart(Number.isFinite(h0) ? h0 : 0, [], row.breakdown_sessions));
   const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut);
   // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
-  const edges: RollupPart[] = HourRollup.fromRows((JSON.parse(row.edges) as StoredEvent[]).map((e) => rollupRow(e)));
+  const edges = edgeParts(minutes, user, scope, heldMinutes, row.minutes, JSON.parse(row.edges) as StoredEvent[]);
+  edges.push(...HourRollup.fromRows((JSON.parse(row.edge_block_rows) as StoredEvent[]).map((e) => rollupRow(e))));
   for (const [day, firstSeq, base64] of row.edge_blocks) {
     const key = Number(firstSeq);
     let hours = blocksCached.get(day)?.folds.get(key);
