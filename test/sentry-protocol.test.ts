@@ -5,6 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { HttpError, toErrorResponse, toResponse } from '../lib/http.ts';
+import { spansToRaw, transactionToRaw } from '../lib/sentry/transaction.ts';
 import { validateEvents } from '../lib/schema.ts';
 import {
   envelopeToEvents, isoTimestamp, MAX_ENVELOPE_ITEMS, parseDsn, parseEnvelope, sentryAnswer, sentryAuth,
@@ -400,6 +401,103 @@ test('the answer: 200 { id } (or {}), JSON, and no Retry-After, which the SDKs w
   assert.equal(await answer.json(), { id: EVENT_ID });
   assert.is(answer.headers.get('retry-after'), null);
   assert.equal(await toResponse(sentryAnswer({ id: null })).json(), {});
+});
+
+
+// --- Transactions -------------------------------------------------------------------------------
+
+/** A page load as @sentry/browser's tracing sends it (seconds since the epoch; measurements in ms). */
+const pageloadTransaction = (over: Record<string, unknown> = {}) => ({
+  type: 'transaction', event_id: EVENT_ID, transaction: '/checkout', release: 'web@3.0.0',
+  start_timestamp: 1_780_000_000.0, timestamp: 1_780_000_003.5,
+  contexts: { trace: { op: 'pageload', trace_id: 'a'.repeat(32), span_id: 'b'.repeat(16) } },
+  request: { url: 'https://shop.example/checkout?token=SECRET#top', headers: { 'User-Agent': 'Mozilla/5.0' } },
+  measurements: { lcp: { value: 1234.56, unit: 'millisecond' }, fcp: { value: 812.2, unit: 'millisecond' }, ttfb: { value: 95.4, unit: 'millisecond' },
+    cls: { value: 0.123456, unit: '' }, fp: { value: 800, unit: 'millisecond' }, 'connection.rtt': { value: 50, unit: 'millisecond' } },
+  spans: [
+    { op: 'browser.request', start_timestamp: 1_780_000_000.01, timestamp: 1_780_000_000.2 },
+    { op: 'browser.load_event', start_timestamp: 1_780_000_001.2, timestamp: 1_780_000_001.25 },
+  ],
+  ...over,
+});
+
+test('transactions: a page load becomes a pageload with its load time and TTFB, and one performance event per web vital', () => {
+  const env = parseEnvelope(bytes(line({ event_id: EVENT_ID }), line({ type: 'transaction' }), JSON.stringify(pageloadTransaction()), '\n'));
+  const out = envelopeToEvents(env);
+  assert.equal(out.skipped, {});
+  assert.is(out.id, EVENT_ID);
+  const [pageload, ...vitals] = out.events;
+  assert.equal(pageload, {
+    type: 'pageload', id: `${EVENT_ID}-pageload`, route: '/checkout', url: 'https://shop.example/checkout', deployVersion: 'web@3.0.0',
+    timestamp: new Date(1_780_000_000_000).toISOString(), data: { sdk: 'sentry', navigationType: 'navigate', duration: 1250, ttfb: 95 },
+  });
+  assert.equal(vitals.map((v) => [v.type, v.id, (v.data as any).name, (v.data as any).value, v.route]), [
+    ['performance', `${EVENT_ID}-lcp`, 'LCP', 1235, '/checkout'],
+    ['performance', `${EVENT_ID}-cls`, 'CLS', 0.1235, '/checkout'],
+    ['performance', `${EVENT_ID}-fcp`, 'FCP', 812, '/checkout'],
+    ['performance', `${EVENT_ID}-ttfb`, 'TTFB', 95, '/checkout'],
+  ]);
+  // Every mapped event passes the service's validation.
+  assert.is(validateEvents(out.events, 1 << 20).rejected, 0);
+});
+
+test('transactions: older SDKs\' load event span, navigations (vitals only), other operations skipped, hostile shapes bounded', () => {
+  const old = transactionToRaw(pageloadTransaction({ spans: [{ op: 'browser', description: 'loadEvent', timestamp: 1_780_000_002 }] }));
+  assert.is((old[0].data as any).duration, 2000);
+  // Without a load event span: a pageload without duration (counted, not in latency).
+  assert.is((transactionToRaw(pageloadTransaction({ spans: [] }))[0].data as any).duration, undefined);
+  const nav = transactionToRaw(pageloadTransaction({ contexts: { trace: { op: 'navigation' } }, measurements: { inp: { value: 180, unit: 'millisecond' } } }));
+  assert.equal(nav.map((e) => [e.type, (e.data as any).name, (e.data as any).value]), [['performance', 'INP', 180]]);
+  assert.equal(transactionToRaw(pageloadTransaction({ contexts: { trace: { op: 'ui.action.click' } } })), []);
+  assert.equal(transactionToRaw(pageloadTransaction({ transaction: '' })), []);
+  // Measurements that are not numbers, negative, or unknown are left out; spans past the bound are not read.
+  const odd = transactionToRaw(pageloadTransaction({
+    measurements: { lcp: { value: 'slow' }, fcp: { value: -1 }, ttfb: null, cls: { value: Infinity }, '__proto__': { value: 1 } },
+    spans: [...Array.from({ length: 5000 }, () => ({ op: 'resource.script' })), { op: 'browser.load_event', timestamp: 1_780_000_001 }],
+  }));
+  assert.equal(odd.map((e) => e.type), ['pageload']);
+  assert.is((odd[0].data as any).duration, undefined);
+  assert.is((odd[0].data as any).ttfb, undefined);
+  // A legacy /store/ body holding a page load is mapped the same way.
+  assert.is(storeBodyToEvents(bytes(JSON.stringify(pageloadTransaction()))).events.length, 5);
+});
+
+/** Spans as @sentry/browser streams them (version 2 items), attributes as the SDK sets them. */
+const span = (name: string, id: string, attrs: Record<string, unknown>, over: Record<string, unknown> = {}) => ({
+  name, span_id: id, trace_id: 'c'.repeat(32), parent_span_id: 'p'.repeat(16), start_timestamp: 1_780_000_000.5, end_timestamp: 1_780_000_000.6,
+  is_segment: false, status: 'ok',
+  attributes: Object.fromEntries(Object.entries({ 'sentry.release': 'web@3.0.0', 'sentry.segment.id': 'a'.repeat(16), ...attrs })
+    .map(([k, v]) => [k, { value: v, type: typeof v === 'number' ? 'double' : 'string' }])),
+  ...over,
+});
+
+test('streamed spans: the page load\'s segment gives the pageload (load time, TTFB), every web vital attribute a performance event', () => {
+  const segment = 'a'.repeat(16);
+  const body = { version: 2, items: [
+    span('Load event', '1'.repeat(16), { 'sentry.op': 'browser.load_event', 'url.full': 'http://shop.example/cart?token=[Filtered]#top' }, { end_timestamp: 1_780_000_001.25 }),
+    span('Pageload', segment, { 'sentry.op': 'pageload', 'url.path': '/cart', 'url.full': 'http://shop.example/cart?token=[Filtered]#top',
+      'browser.performance.time_origin': 1_780_000_000.0, 'browser.web_vital.ttfb.value': 16.7, 'browser.web_vital.fcp.value': 280, 'browser.navigation.type': 'navigate' },
+    { is_segment: true, start_timestamp: 1_780_000_000.0 }),
+    span('Largest contentful paint', '2'.repeat(16), { 'sentry.op': 'ui.webvital.lcp', 'browser.web_vital.lcp.value': 1450.4, 'sentry.segment.name': 'Pageload' }),
+    span('Layout shift', '3'.repeat(16), { 'sentry.op': 'ui.webvital.cls', 'browser.web_vital.cls.value': 0.0412345 }),
+    span('Main UI thread blocked', '4'.repeat(16), { 'sentry.op': 'ui.long_animation_frame' }),
+  ] };
+  const events = spansToRaw(body);
+  const pageload = events.find((e) => e.type === 'pageload')!;
+  assert.equal([pageload.route, pageload.url, pageload.deployVersion, (pageload.data as any).duration, (pageload.data as any).ttfb],
+    ['/cart', 'http://shop.example/cart', 'web@3.0.0', 1250, 17]);
+  assert.equal(events.filter((e) => e.type === 'performance').map((e) => [(e.data as any).name, (e.data as any).value, e.route]),
+    [['FCP', 280, '/cart'], ['TTFB', 17, '/cart'], ['LCP', 1450, '/cart'], ['CLS', 0.0412, '/cart']]);
+  assert.is(validateEvents(events, 1 << 20).rejected, 0);
+  // Through an envelope; spans with nothing to map are counted as skipped.
+  const env = parseEnvelope(bytes(line({}), line({ type: 'span', content_type: 'application/vnd.sentry.items.span.v2+json' }), JSON.stringify(body), '\n',
+    line({ type: 'span' }), JSON.stringify({ version: 2, items: [span('x', '5'.repeat(16), { 'sentry.op': 'http.client' })] }), '\n'));
+  const out = envelopeToEvents(env);
+  assert.is(out.events.length, events.length);
+  assert.equal(out.skipped, { span: 1 });
+  // Hostile shapes: no items, items that are not objects, attributes that are not objects.
+  assert.equal(spansToRaw({ version: 2, items: [1, null, 'x', { span_id: 's', trace_id: 't', attributes: [] }] }), []);
+  assert.equal(spansToRaw({ version: 2 }), []);
 });
 
 test.run();

@@ -4,6 +4,7 @@ import { json, type JsonReply } from '../http.ts';
 import { jsonObject, type Envelope } from './envelope.ts';
 import { SentryProtocolError } from './error.ts';
 import { sentryEventId, sentryEventToRaw, userReportToRaw } from './map.ts';
+import { isTransaction, spansToRaw, transactionToRaw } from './transaction.ts';
 
 export interface SentryIngest {
   /** What the answer names: the envelope's `event_id` (as events store it), else the first event's id; null when neither. */
@@ -18,8 +19,12 @@ export interface SentryIngest {
   skipped: Record<string, number>;
 }
 
-/** Item types that become Watchtower events; every other type is counted in `skipped`. */
-export const MAPPED_ITEM_TYPES = ['event', 'feedback', 'user_report'] as const;
+/**
+ * Item types that become Watchtower events; every other type is counted in `skipped`, and so are a
+ * transaction that is neither a page load nor a navigation and spans without a page load or a web
+ * vital.
+ */
+export const MAPPED_ITEM_TYPES = ['event', 'feedback', 'user_report', 'transaction', 'span'] as const;
 
 /** A parsed envelope → events to ingest and what was left out. Never throws. */
 export function envelopeToEvents(envelope: Envelope): SentryIngest {
@@ -35,8 +40,16 @@ export function envelopeToEvents(envelope: Envelope): SentryIngest {
       continue;
     }
     const body = jsonObject(payload);
-    if (body?.type === 'transaction') {
-      skip('transaction');
+    if (type === 'span') {
+      const mapped = body && body.version === 2 ? spansToRaw(body) : [];
+      if (mapped.length) events.push(...mapped);
+      else skip('span');
+      continue;
+    }
+    if (body && (type === 'transaction' || isTransaction(body))) {
+      const mapped = transactionToRaw(body, headerId);
+      if (mapped.length) events.push(...mapped);
+      else skip('transaction');
       continue;
     }
     const raw = !body ? null : type === 'user_report' ? userReportToRaw(body, headerId) : sentryEventToRaw(body, type, headerId);
@@ -64,7 +77,10 @@ export function storeBodyToEvents(bytes: Uint8Array): SentryIngest {
     throw new SentryProtocolError(400, 'invalid_json', 'Invalid JSON');
   }
   if (!isPlainObject(body)) throw new SentryProtocolError(400, 'invalid_body', 'A store body must be one Sentry event object');
-  if (body.type === 'transaction') return { id: null, sentAt: null, events: [], rejected: 0, skipped: { transaction: 1 } };
+  if (isTransaction(body)) {
+    const events = transactionToRaw(body);
+    return { id: sentryEventId(body.event_id) ?? null, sentAt: null, events, rejected: 0, skipped: events.length ? {} : { transaction: 1 } };
+  }
   const raw = sentryEventToRaw(body);
   return { id: raw.id as string, sentAt: null, events: [raw], rejected: 0, skipped: {} };
 }

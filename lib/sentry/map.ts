@@ -221,7 +221,7 @@ function sdk(value: unknown): Obj | undefined {
  * The page or request URL without query string and fragment: they often carry tokens or personal
  * data, and Watchtower's own SDK strips them too (README, "Instrument your app").
  */
-function pageUrl(value: unknown): string | undefined {
+export function pageUrl(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value.replace(/[?#].*/s, '').slice(0, 2048) || undefined : undefined;
 }
 

@@ -2,8 +2,12 @@
 // bundles it with esbuild and configures it through `window.SENTRY_TEST` before it loads.
 import * as Sentry from '@sentry/browser';
 
-const config = (window as unknown as { SENTRY_TEST: { dsn: string; tunnel?: string } }).SENTRY_TEST;
-Sentry.init({ dsn: config.dsn, tunnel: config.tunnel, release: 'web@3.0.0', environment: 'production' });
+const config = (window as unknown as { SENTRY_TEST: { dsn: string; tunnel?: string; tracing?: boolean } }).SENTRY_TEST;
+Sentry.init({
+  dsn: config.dsn, tunnel: config.tunnel, release: 'web@3.0.0', environment: 'production',
+  // Performance monitoring as its docs set it up: page loads and navigations as transactions.
+  ...(config.tracing ? { integrations: [Sentry.browserTracingIntegration()], tracesSampleRate: 1 } : {}),
+});
 Sentry.setTag('page', 'cart');
 
 function applyCoupon(code: string): never {
