@@ -9,16 +9,17 @@
 //
 // This file only wires the parts, one concern each: sql.ts (helpers, guard), migrations/,
 // insert/ (the write path and group commit), reads/ (pages, exports), stats/ (plan, counters,
-// assembly), notify.ts (live delivery), issue-feed.ts, users.ts, and maintenance/ (partitions and
+// assembly), notify.ts (live delivery), issue-feed.ts, users.ts, health.ts, and maintenance/ (partitions and
 // retention, compaction, blocks, planner statistics, and when they run).
 import postgres from 'postgres';
-import type { Store, StoreHealth } from '../types.ts';
+import type { Store } from '../types.ts';
 import { DayPartCache } from './day-cache.ts';
+import { health } from './health.ts';
 import { insertPath } from './insert/index.ts';
 import { issueLease, safeHorizon, scanErrors } from './issue-feed.ts';
 import { partitionsOf } from './maintenance/partitions.ts';
 import { startUpkeep } from './maintenance/upkeep.ts';
-import { migrate, MIGRATIONS } from './migrations/index.ts';
+import { migrate } from './migrations/index.ts';
 import { DEFAULT_CHANNEL, notifications } from './notify.ts';
 import { eventPages } from './reads/events.ts';
 import { ownerReads } from './reads/owner.ts';
@@ -116,24 +117,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 
     stats: statsReader(sql, guard, dayCache, owner),
     ...users(sql, guard),
-
-    async health(): Promise<StoreHealth> {
-      const [row] = await guard('health', () => sql<{ events: number; users: number; database: string; bytes: number }[]>`
-        select (select coalesce(sum(events), 0) from watchtower_event_days) as events,
-               (select count(*) from watchtower_users) as users,
-               current_database() as database,
-               pg_database_size(current_database()) as bytes`);
-      return {
-        storage: 'postgres',
-        eventCount: Number(row.events),
-        userCount: Number(row.users),
-        database: row.database,
-        databaseBytes: Number(row.bytes),
-        schemaVersion: MIGRATIONS[MIGRATIONS.length - 1].version,
-        instance,
-      };
-    },
-
+    health: health(sql, guard, instance),
     watch: live.watch,
 
     async flush() {},
