@@ -45,7 +45,7 @@ try {
 async function openStore(config: Config): Promise<Store> {
   if (config.storage === 'memory') return createMemoryStore({ capacity: config.bufferSize });
   if (config.storage === 'postgres') {
-    const { openPostgresStore } = await import('./lib/store/postgres.ts');
+    const { openPostgresStore } = await import('./lib/store/postgres/store.ts');
     return openPostgresStore({ url: config.databaseUrl!, retentionDays: config.retentionDays, rollupCacheBytes: config.cacheMb * 2 ** 20, log });
   }
   const { openSqliteStore } = await import('./lib/store/sqlite.ts');

@@ -14,8 +14,8 @@ import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 import { createHandler } from '../lib/handler.ts';
 import { createMemoryRecords } from '../lib/records/memory.ts';
-import { openPostgresStore } from '../lib/store/postgres.ts';
-import { COMPACT_AFTER_MS, compactClosedDays } from '../lib/store/postgres-compaction.ts';
+import { COMPACT_AFTER_MS, compactClosedDays } from '../lib/store/postgres/maintenance/compaction.ts';
+import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import { createTestDatabase } from '../test/helpers/postgres.ts';
 import { machine, median, start, writeSection } from './lib.ts';
 

@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import postgres from 'postgres';
 import { createHandler } from '../lib/handler.ts';
-import type { openPostgresStore } from '../lib/store/postgres.ts';
+import type { openPostgresStore } from '../lib/store/postgres/store.ts';
 import { ADMIN_URL, createTestDatabase, databaseUrl, type TestDatabase } from '../test/helpers/postgres.ts';
 import { median, ROOT } from './lib.ts';
 
@@ -33,7 +33,7 @@ const body = JSON.stringify({
 });
 
 const tmp = mkdtempSync(tmpdir() + '/watchtower-pg-ingest-');
-const thisStore = ((await import(`${ROOT}lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore }).openPostgresStore;
+const thisStore = ((await import(`${ROOT}lib/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore }).openPostgresStore;
 /** What each run opens: a store's code, and a database (a fresh one unless named). */
 interface Contender { open: typeof openPostgresStore; database?: string; label: string }
 const contenders: Record<string, Contender> = {};
@@ -45,7 +45,7 @@ if (LOADED) {
   execFileSync('sh', ['-c', `mkdir -p ${baseDir} && git -C ${ROOT} archive ${BASELINE_COMMIT} | tar -x -C ${baseDir}`]);
   symlinkSync(ROOT + 'node_modules', `${baseDir}/node_modules`);
   contenders.baseline = {
-    open: ((await import(`${baseDir}/lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore }).openPostgresStore,
+    open: ((await import(`${baseDir}/lib/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore }).openPostgresStore,
     label: BASELINE_COMMIT,
   };
   contenders['this store'] = { open: thisStore, label: 'working tree' };

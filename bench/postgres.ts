@@ -19,9 +19,11 @@ import { createHandler } from '../lib/handler.ts';
 import { encodeCursor } from '../lib/store/cursor.ts';
 import { feedbackRating, pageloadDuration } from '../lib/stats.ts';
 import { routeKey } from '../lib/event-keys.ts';
-import { MIGRATIONS } from '../lib/store/postgres-migrations.ts';
-import { dropDaysBefore, migrationScript, openPostgresStore, pgArray } from '../lib/store/postgres.ts';
-import { compactClosedDays } from '../lib/store/postgres-compaction.ts';
+import { compactClosedDays } from '../lib/store/postgres/maintenance/compaction.ts';
+import { dropDaysBefore } from '../lib/store/postgres/maintenance/partitions.ts';
+import { MIGRATIONS, migrationScript } from '../lib/store/postgres/migrations/index.ts';
+import { pgArray } from '../lib/store/postgres/sql.ts';
+import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
 import { eventData, machine, median, parseWrk, ROOT, start, wrkArgs, wrkEnv, writeSection } from './lib.ts';
@@ -276,7 +278,7 @@ try {
     where user_id = ${HEAVY} and received_at < ${new Date(now - 60 * DAY).toISOString()}::timestamptz`;
   const back = encodeCursor(Number(seq) + 1);
   console.log(`  loaded in ${loadSeconds.toFixed(0)} s; baseline: the store at ${BASELINE_COMMIT}`);
-  const { openPostgresStore: openOld } = (await import(`${baseDir}/lib/store/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore };
+  const { openPostgresStore: openOld } = (await import(`${baseDir}/lib/postgres.ts`)) as { openPostgresStore: typeof openPostgresStore };
   // Its statistics of a 30-day range read every event of the range: give them time.
   const old = await openOld({ url: db.url, operationTimeoutMs: 900_000 });
   // After it opened the database: a baseline with rollups migrates it to its own schema first.

@@ -1,11 +1,11 @@
-// The group commit in front of the PostgreSQL insert (lib/store/postgres-group-commit.ts), on its
+// The group commit in front of the PostgreSQL insert (lib/store/postgres/insert/group-commit.ts), on its
 // own: which requests share a statement, in what order, with what bound, and what each is answered.
 // The writer here keeps the stored (owner, id)s in a set and answers when told to, so the test
 // decides when a statement "commits". The same behaviour against a real server: postgres.test.ts.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type StoredEvent } from '../lib/event.ts';
-import { groupCommit } from '../lib/store/postgres-group-commit.ts';
+import { groupCommit } from '../lib/store/postgres/insert/group-commit.ts';
 
 const ev = (id: string, owner: string | null): StoredEvent =>
   normalise({ type: 'custom', id } as never, { now: Date.now(), owner });

@@ -10,9 +10,9 @@ import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
-import { COMPACT_AFTER_MS, compactClosedDays } from '../lib/store/postgres-compaction.ts';
-import { SCAN_WINDOW } from '../lib/store/postgres-issue-feed.ts';
-import { openPostgresStore } from '../lib/store/postgres.ts';
+import { COMPACT_AFTER_MS, compactClosedDays } from '../lib/store/postgres/maintenance/compaction.ts';
+import { SCAN_WINDOW } from '../lib/store/postgres/issue-feed.ts';
+import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { ErrorScanQuery, Store } from '../lib/store/types.ts';
 import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
 

@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { createHandler } from '../lib/handler.ts';
 import { openPostgresRecords } from '../lib/records/postgres.ts';
 import type { RecordStore } from '../lib/records/types.ts';
-import { openPostgresStore } from '../lib/store/postgres.ts';
+import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { runtimeFiles } from './helpers/app.ts';
 import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';

@@ -1,11 +1,11 @@
-// Property: readByDays (lib/store/postgres.ts), which picks the daily partitions a read by seq
+// Property: readByDays (lib/store/postgres/reads/by-days.ts), which picks the daily partitions a read by seq
 // needs, answers what a read of every day would, for random rows whose days are only nearly in
 // seq order (clocks stepping back, instances stamping before they take a seq), both orders,
 // several keys; and on rows in seq order it reads only the days near the start.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { readByDays, readEvents, type EventBlock, type EventDay } from '../lib/store/postgres.ts';
+import { readByDays, readEvents, type EventBlock, type EventDay } from '../lib/store/postgres/reads/by-days.ts';
 
 const RUNS = Number(process.env.WATCHTOWER_PROPERTY_RUNS ?? 150);
 

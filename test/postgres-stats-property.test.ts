@@ -20,8 +20,8 @@ import fc from 'fast-check';
 import type { ClientInfo } from '../lib/client-info.ts';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats, DAY_MS, HOUR_MS, rangeProblem, type StatsRange } from '../lib/stats.ts';
-import { COMPACT_AFTER_MS, compactClosedDays, foldOpenDays } from '../lib/store/postgres-compaction.ts';
-import { openPostgresStore } from '../lib/store/postgres.ts';
+import { COMPACT_AFTER_MS, compactClosedDays, foldOpenDays } from '../lib/store/postgres/maintenance/compaction.ts';
+import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
 

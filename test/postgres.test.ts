@@ -9,9 +9,10 @@ import { computeStats, feedbackRating, pageloadDuration, type Stats } from '../l
 import { routeKey } from '../lib/event-keys.ts';
 import { uuidv7 as sdkUuidv7 } from '../sdk/uuid.ts';
 import { encodeCursor } from '../lib/store/cursor.ts';
-import { MIGRATIONS } from '../lib/store/postgres-migrations.ts';
-import { migrationScript, openPostgresStore } from '../lib/store/postgres.ts';
-import { COMPACT_AFTER_MS, COMPACT_DAY, compactClosedDays, decodeDay } from '../lib/store/postgres-compaction.ts';
+import { decodeDay } from '../lib/store/postgres/day-codec.ts';
+import { COMPACT_AFTER_MS, COMPACT_DAY, compactClosedDays } from '../lib/store/postgres/maintenance/compaction.ts';
+import { MIGRATIONS, migrationScript } from '../lib/store/postgres/migrations/index.ts';
+import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import { StoreUnavailableError, type Store } from '../lib/store/types.ts';
 import { dataFrames } from './helpers/app.ts';
 import {

@@ -1,6 +1,7 @@
 // Records in PostgreSQL: the PostgreSQL store's companion, in tables of their own with their own
 // versioned migrations, so the event store's schema and this one change independently.
 import postgres from 'postgres';
+import { runMigrations, type Schema } from '../store/postgres/migrations/runner.ts';
 import { RecordConflictError, type RecordStore, type StoredRecord } from './types.ts';
 
 export interface PostgresRecordsOptions {
@@ -44,26 +45,8 @@ export const RECORDS_MIGRATIONS: readonly RecordsMigration[] = [
   },
 ];
 
-/** The migrations as one DO block: run under the advisory lock, each version applied once. */
-export function recordsMigrationScript(): string {
-  const steps = RECORDS_MIGRATIONS.map((m) => {
-    const tag = `$wr_${m.version}$`;
-    if (m.sql.includes(tag)) throw new Error(`records migration ${m.version} contains its own quote tag`);
-    return `
-    if not exists (select 1 from watchtower_records_migrations where version = ${m.version}) then
-      execute ${tag}${m.sql}${tag};
-      insert into watchtower_records_migrations (version, name) values (${m.version}, ${tag}${m.name}${tag});
-    end if;`;
-  });
-  return `do $wr$
-  begin
-    perform pg_advisory_xact_lock(${RECORDS_MIGRATION_LOCK});
-    create table if not exists watchtower_records_migrations (
-      version integer primary key, name text not null, applied_at timestamptz not null default now());
-    ${steps.join('')}
-  end
-  $wr$`;
-}
+/** The records' schema: its own table of versions and lock, run by the event store's runner. */
+const RECORDS_SCHEMA: Schema = { table: 'watchtower_records_migrations', lock: RECORDS_MIGRATION_LOCK, tag: 'wr', what: 'records migration' };
 
 type Row = { kind: string; id: string; user_id: string; body: string };
 const toRecord = <T>(r: Row): StoredRecord<T> => ({ kind: r.kind, id: r.id, userId: r.user_id, body: JSON.parse(r.body) as T });
@@ -77,8 +60,7 @@ export async function openPostgresRecords(options: PostgresRecordsOptions): Prom
     connection: { application_name: 'watchtower-records' },
   });
   try {
-    // Constant text from this repository, never client input.
-    await sql.unsafe(recordsMigrationScript()).simple();
+    await runMigrations(sql, RECORDS_SCHEMA, RECORDS_MIGRATIONS);
   } catch (err) {
     await sql.end({ timeout: 1 }).catch(() => {});
     throw err;

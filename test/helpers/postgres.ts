@@ -1,7 +1,7 @@
 // A fresh PostgreSQL database per test run, dropped at the end. The server is the one named by
 // WATCHTOWER_TEST_DATABASE_URL (default: a local cluster with trust authentication).
 import postgres from 'postgres';
-import { openPostgresStore } from '../../lib/store/postgres.ts';
+import { openPostgresStore } from '../../lib/store/postgres/store.ts';
 import type { Store } from '../../lib/store/types.ts';
 
 export const ADMIN_URL = process.env.WATCHTOWER_TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -6,7 +6,7 @@
 // are merged into the next statement, whatever their number (up to a bound), as the sqlite store's
 // journal shares one fsync among the requests waiting for it. Statements of different users do
 // not share counter rows, and still run side by side.
-import type { StoredEvent } from '../event.ts';
+import type { StoredEvent } from '../../../event.ts';
 
 export interface GroupCommitLimits {
   /** Statements running at once (of different owners). */

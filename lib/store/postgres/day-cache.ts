@@ -1,7 +1,7 @@
 // What an instance keeps of the PostgreSQL store's rollups between statistics requests: decoded
 // fold rows (and blocks' rollups), and the session counters of days that no longer change.
-import type { FrozenHour } from '../rollup/codec.ts';
-import type { RollupPart } from '../rollup/hour.ts';
+import type { FrozenHour } from '../../rollup/codec.ts';
+import type { RollupPart } from '../../rollup/hour.ts';
 
 /** A session counter row: kind (HOUR_SESSIONS or DAY_SESSIONS), hour, count. */
 export type SessionCount = [string, number, number];

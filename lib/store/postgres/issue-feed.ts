@@ -3,11 +3,11 @@
 // instances groups issues). See docs/architecture.md#issue-feed.
 //
 // Like the rest of the store, every operation is one statement on a pooled connection, never a
-// transaction (see the top of lib/store/postgres.ts).
-import { withinDepth } from '../shape.ts';
+// transaction (see the top of lib/store/postgres/store.ts).
+import { withinDepth } from '../../shape.ts';
 import type postgres from 'postgres';
-import type { StoredEvent } from '../event.ts';
-import type { ErrorScan, ErrorScanQuery } from './types.ts';
+import type { StoredEvent } from '../../event.ts';
+import type { ErrorScan, ErrorScanQuery } from '../types.ts';
 
 /** Probes kept while their holders run (a later probe that settles makes the earlier ones moot). */
 const MAX_PROBES = 16;

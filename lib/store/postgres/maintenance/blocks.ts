@@ -1,12 +1,12 @@
 // Closed days' events as compressed blocks per owner (blockDay), the space their rows leave given
 // back (packEvents), and the blocks' rollups (rollupBlocks). Run by compactClosedDays
-// (lib/store/postgres-compaction.ts); see docs/architecture.md#postgresql-store.
+// (lib/store/postgres/maintenance/compaction.ts); see docs/architecture.md#postgresql-store.
 import type postgres from 'postgres';
-import type { StoredEvent } from '../event.ts';
-import { HourRollup, rollupRow } from '../rollup/hour.ts';
-import { LATENCY_POINTS } from '../stats.ts';
-import { pgArray } from './postgres-arrays.ts';
-import { encodeDay, hex } from './postgres-day-codec.ts';
+import type { StoredEvent } from '../../../event.ts';
+import { HourRollup, rollupRow } from '../../../rollup/hour.ts';
+import { LATENCY_POINTS } from '../../../stats.ts';
+import { pgArray } from '../sql.ts';
+import { encodeDay, hex } from '../day-codec.ts';
 
 /** Blocks rolled up per statement by rollupBlocks: ~1,000 events each. */
 const ROLLUP_BLOCKS = 20;
@@ -53,7 +53,7 @@ export const BLOCK_EVENTS = 1000;
  * per owner, in seq order, up to BLOCK_EVENTS events a block, each column an array, which
  * PostgreSQL compresses (a row is never compressed, being under ~2 KB). One statement, so a read
  * sees the day's events either as rows or as blocks, never both or neither; the day's `moved`
- * count says how many are blocks (lib/store/postgres.ts, readEvents). It deletes the rows its
+ * count says how many are blocks (lib/store/postgres/reads/by-days.ts, readEvents). It deletes the rows its
  * snapshot sees: rows inserted meanwhile stay rows, and two instances moving the same day at once
  * each move what the other did not (a deleted row is skipped). The same statement keeps each
  * owner, scope and route's latest points of the day (watchtower_day_points, migration 16), from

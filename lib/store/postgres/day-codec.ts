@@ -1,7 +1,7 @@
 // The bytes of a fold row of watchtower_rollup_days and of a block's rollup: hour parts in the
 // binary form of lib/rollup/codec.ts, one after the other.
-import { encodePart, FrozenHour } from '../rollup/codec.ts';
-import type { RollupPart } from '../rollup/hour.ts';
+import { encodePart, FrozenHour } from '../../rollup/codec.ts';
+import type { RollupPart } from '../../rollup/hour.ts';
 
 // --- The bytes of a day: u32 part count, then per part a u32 length and the part, padded to 8 ---
 

@@ -21,13 +21,10 @@
 // arrived after its day was compacted still finds them and counts only sessions new to them.
 // See docs/architecture.md#postgresql-store.
 import type postgres from 'postgres';
-import { counterPart, DAY_SESSIONS, HOUR_SESSIONS, type Counter } from '../rollup/counters.ts';
-import { pgArray } from './postgres-arrays.ts';
-import { blockDay, PACKED_INDEX_BYTES, packEvents, rollupBlocks, unlessGone } from './postgres-blocks.ts';
-import { encodeDay, hex } from './postgres-day-codec.ts';
-
-export { decodeDay, encodeDay } from './postgres-day-codec.ts';
-export { BLOCK_EVENTS, blockDay, packEvents, rollupBlocks } from './postgres-blocks.ts';
+import { counterPart, DAY_SESSIONS, HOUR_SESSIONS, type Counter } from '../../../rollup/counters.ts';
+import { pgArray } from '../sql.ts';
+import { blockDay, PACKED_INDEX_BYTES, packEvents, rollupBlocks, unlessGone } from './blocks.ts';
+import { encodeDay, hex } from '../day-codec.ts';
 
 /**
  * A day is compacted once it ended this long ago. Receive times are set by the instance when the

@@ -10,9 +10,9 @@
 // as they are in its snapshot. Rows are only added to a minute (an insert takes a new, larger
 // seq) or removed from it (a move into blocks, retention), so any change changes the signature,
 // and a stale entry is never read: the statement sends the rows of that minute again instead.
-import { encodePart, FrozenHour } from '../rollup/codec.ts';
-import type { StoredEvent } from '../event.ts';
-import { HourRollup, rollupRow, type RollupPart, type RollupRow } from '../rollup/hour.ts';
+import { encodePart, FrozenHour } from '../../../rollup/codec.ts';
+import type { StoredEvent } from '../../../event.ts';
+import { HourRollup, rollupRow, type RollupPart, type RollupRow } from '../../../rollup/hour.ts';
 
 export const MINUTE_MS = 60_000;
 /** Minutes kept per user and scope: two edges of at most 59 whole minutes each, with room. */
