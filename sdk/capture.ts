@@ -1,10 +1,11 @@
 // Automatic capture in the browser: pageload, errors, clicks, and the page-exit beacon.
+import type { Trail } from './breadcrumbs.ts';
 import type { Client } from './client.ts';
 import { errorData, errorLimiter, pageloadData, referrerOrigin } from './payload.ts';
 import { clickText, CONTROL, selector, type ElementLike } from './selector.ts';
 import type { Settings } from './types.ts';
 
-export function capture(client: Client, o: Settings): void {
+export function capture(client: Client, o: Settings, crumbs: Trail): void {
   const safe = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => {
     try {
       fn(...args);
@@ -14,7 +15,7 @@ export function capture(client: Client, o: Settings): void {
   };
   const allow = errorLimiter();
   const error = (data: Record<string, unknown>) => {
-    if (allow(`${data.message}@${data.source}:${data.line}`)) client.record('error', data, { message: data.message as string });
+    if (allow(`${data.message}@${data.source}:${data.line}`)) client.record('error', withCrumbs(data, crumbs), { message: data.message as string });
   };
 
   if (o.errors) {
@@ -36,7 +37,9 @@ export function capture(client: Client, o: Settings): void {
       if (el && el.nodeType != 1) el = el.parentElement as (Node & ElementLike) | null;
       if (!el || el.closest?.('[data-watchtower-ignore]')) return;
       el = (el.closest?.(CONTROL) as (Node & ElementLike) | null) ?? el;
-      client.record('click', { target: selector(el), text: clickText(el) });
+      const data = { target: selector(el), text: clickText(el) };
+      client.record('click', data);
+      crumbs.add('click', data.target + (data.text ? ` "${data.text}"` : ''), 'info', data);
     }), true);
   }
 
@@ -54,4 +57,10 @@ export function capture(client: Client, o: Settings): void {
   addEventListener('pagehide', safe(client.leave));
   document.addEventListener('visibilitychange', safe(() => document.visibilityState == 'hidden' && client.leave()));
   addEventListener('online', safe(client.resume));
+}
+
+/** An error's data with the breadcrumbs so far, if any. */
+export function withCrumbs(data: Record<string, unknown>, crumbs: Trail): Record<string, unknown> {
+  const list = crumbs.list();
+  return list.length ? { ...data, breadcrumbs: list } : data;
 }

@@ -12,9 +12,10 @@ export const DEFAULTS: Settings = {
   errors: true,
   clicks: true,
   stripQuery: true,
+  breadcrumbs: 30,
 };
 
-const NUMBERS = ['sampleRate', 'flushInterval', 'maxBatch', 'maxQueue'];
+const NUMBERS = ['sampleRate', 'flushInterval', 'maxBatch', 'maxQueue', 'breadcrumbs'];
 const FLAGS = ['respectDoNotTrack', 'pageload', 'errors', 'clicks', 'stripQuery'];
 const STRINGS = ['endpoint', 'key', 'appName', 'deployVersion', 'userId'];
 
@@ -46,6 +47,7 @@ export function settle(base: Settings, options: Options): Settings {
   out.flushInterval = num(out.flushInterval, 0, 60_000, DEFAULTS.flushInterval);
   out.maxBatch = Math.floor(num(out.maxBatch, 1, 50, DEFAULTS.maxBatch));
   out.maxQueue = Math.floor(num(out.maxQueue, 1, 10_000, DEFAULTS.maxQueue));
+  out.breadcrumbs = Math.floor(num(out.breadcrumbs, 0, 100, DEFAULTS.breadcrumbs));
   out.endpoint = String(out.endpoint ?? '').replace(/\/+$/, '');
   return out;
 }

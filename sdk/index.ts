@@ -1,5 +1,6 @@
 // The SDK's public API (ESM entry; the script-tag build wraps the same functions in `Watchtower`).
-import { capture } from './capture.ts';
+import { trail, watch, type Trail } from './breadcrumbs.ts';
+import { capture, withCrumbs } from './capture.ts';
 import { createClient, type Client, type Env } from './client.ts';
 import { DEFAULTS, settle } from './config.ts';
 import { errorData } from './payload.ts';
@@ -11,6 +12,7 @@ export type { Options, SdkEvent, Data } from './types.ts';
 
 let settings: Settings | null = null;
 let client: Client | null = null;
+let crumbs: Trail = trail(0);
 
 const storage = (name: 'localStorage' | 'sessionStorage') => {
   try {
@@ -65,7 +67,9 @@ export function init(options: Options = {}, fallbackEndpoint = location.origin):
   }
   if (!sampled(session.id, o.sampleRate)) return;
   client = createClient(env, o);
-  capture(client, o);
+  crumbs = trail(o.breadcrumbs);
+  if (o.breadcrumbs > 0) watch(crumbs, o.endpoint);
+  capture(client, o, crumbs);
   // Events a previous page could not deliver go out on this visit.
   if (client.status().queued) client.flush();
 }
@@ -84,7 +88,7 @@ export function feedback(rating: number, comment?: string): void {
 /** Reports a caught error (or any thrown value) with its stack; `data` is merged into the event data. */
 export function captureError(error: unknown, data?: Data): void {
   const d = { ...errorData(error, 'captureError'), ...data };
-  client?.record('error', d, { message: d.message as string });
+  client?.record('error', withCrumbs(d, crumbs), { message: d.message as string });
 }
 
 /** Sends everything queued now; resolves when the attempt is over (delivered or scheduled for retry). */

@@ -36,6 +36,8 @@ export interface Options {
   clicks?: boolean;
   /** Remove the query string and fragment from reported URLs. Default true. */
   stripQuery?: boolean;
+  /** Breadcrumbs kept and attached to each error (clicks, navigations, failed requests, console errors), 0 = none. Default 30. */
+  breadcrumbs?: number;
 }
 
 export type Settings = Required<Omit<Options, 'key' | 'headers' | 'userId' | 'appName' | 'deployVersion'>> &

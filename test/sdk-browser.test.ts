@@ -191,6 +191,64 @@ setTimeout(rejectOnPurpose, 80);`;
     await page.close();
   });
 
+  test('breadcrumbs: a click, a navigation, a failed fetch and a failed XHR, and console warnings come with the next error, in order', async () => {
+    const user = uid('crumbs');
+    const ctx = await newContext({ '/crumbs.html': html(initTag({ userId: user, flushInterval: 300, pageload: false, breadcrumbs: 5 })) });
+    const page = await ctx.newPage();
+    await page.goto(app('/crumbs.html?token=SECRET'));
+    await page.click('button.primary');
+    await page.evaluate(async () => {
+      history.pushState({}, '', '/app/checkout?step=2');
+      await fetch('/app/missing.json?token=SECRET').catch(() => {});
+      await new Promise((resolve) => {
+        const x = new XMLHttpRequest();
+        x.open('POST', '/app/nothing-here');
+        // A task later: the SDK's own loadend listener, added by send(), runs after this one.
+        x.addEventListener('loadend', () => setTimeout(resolve));
+        x.send('{}');
+      });
+      console.warn('cart is stale', { items: 2 });
+      console.error(new Error('checkout failed'));
+      setTimeout(() => { throw new Error('after the crumbs'); });
+    });
+    const events = await waitForEvents(user, (e) => e.some((x) => x.type === 'error'));
+    const error = events.find((e) => e.type === 'error')!;
+    const crumbs = error.data.breadcrumbs as { at: string; category: string; message: string; level: string; data?: Record<string, unknown> }[];
+    // At most 5 kept: the oldest (the click) is gone.
+    assert.equal(crumbs.map((c) => [c.category, c.level, c.message]), [
+      ['navigation', 'info', app('/checkout')],
+      ['http', 'error', 'GET /app/missing.json 404'],
+      ['http', 'error', 'POST /app/nothing-here 404'],
+      ['console', 'warning', 'cart is stale {"items":2}'],
+      ['console', 'error', 'checkout failed'],
+    ]);
+    assert.equal(crumbs[0].data, { from: app('/crumbs.html'), to: app('/checkout') }, 'no query string in a crumb');
+    assert.ok(crumbs.every((c, i) => i === 0 || c.at >= crumbs[i - 1].at), 'in time order');
+    assert.not.match(JSON.stringify(crumbs), /SECRET/);
+    assert.ok(!JSON.stringify(crumbs).includes('/api/events'), 'the SDK\'s own batches are not crumbs');
+    await page.close();
+  });
+
+  test('breadcrumbs: clicks are crumbs too; none kept with breadcrumbs: 0', async () => {
+    const user = uid('crumbs0'), other = uid('crumbs1');
+    const ctx = await newContext({
+      '/on.html': html(initTag({ userId: user, flushInterval: 300, pageload: false })),
+      '/off.html': html(initTag({ userId: other, flushInterval: 300, pageload: false, breadcrumbs: 0 })),
+    });
+    for (const [path, owner] of [['/on.html', user], ['/off.html', other]]) {
+      const page = await ctx.newPage();
+      await page.goto(app(path));
+      await page.click('button.primary');
+      await page.evaluate(() => setTimeout(() => { throw new Error('boom'); }));
+      const events = await waitForEvents(owner, (e) => e.some((x) => x.type === 'error'));
+      const error = events.find((e) => e.type === 'error')!;
+      if (owner === user) {
+        assert.equal((error.data.breadcrumbs as { category: string; message: string }[]).map((c) => [c.category, c.message]), [['click', 'main#shop > form.signup.wide > button.btn.primary "Save note"']]);
+      } else assert.is(error.data.breadcrumbs, undefined);
+      await page.close();
+    }
+  });
+
   test('navigating away delivers the queue with sendBeacon to /api/beacon', async () => {
     const user = uid('beacon');
     const ctx = await newContext({

@@ -181,6 +181,21 @@ function register() {
     }
   });
 
+  test('the SDK\'s breadcrumbs (a console warning, a failed fetch) arrive with the error, mapped to our shape', async () => {
+    const page = await openPage({ dsn: `http://${KEY}@${capture.origin.slice('http://'.length)}/45` });
+    const before = capture.requests.length;
+    const id = await page.evaluate(() => (window as any).sentryTest.afterCrumbs());
+    await capture.waitFor(() => capture.requests.slice(before).some((r) => r.ingest?.events.some((e) => e.id === id)));
+    const error = capture.requests.slice(before).flatMap((r) => r.ingest?.events ?? []).find((e) => e.id === id) as Mapped;
+    const crumbs = error.data.breadcrumbs as { category: string; message: string; level?: string }[];
+    const warn = crumbs.findIndex((c) => c.category === 'console' && c.message === 'stock low');
+    const fetched = crumbs.findIndex((c) => c.category === 'http' && c.message === 'GET /app/missing.json 404');
+    assert.ok(warn >= 0 && fetched > warn, JSON.stringify(crumbs));
+    assert.is(crumbs[warn].level, 'warning');
+    assert.not.match(JSON.stringify(crumbs), /SECRET/);
+    await page.close();
+  });
+
   test('with its tracing integration, the page load arrives as a pageload with its load time and TTFB, and its web vitals', async () => {
     const page = await openPage({ dsn: `http://${KEY}@${capture.origin.slice('http://'.length)}/44`, tracing: true });
     const before = capture.requests.length;

@@ -500,4 +500,35 @@ test('streamed spans: the page load\'s segment gives the pageload (load time, TT
   assert.equal(spansToRaw({ version: 2 }), []);
 });
 
+// --- Breadcrumbs ---------------------------------------------------------------------------------
+
+test('breadcrumbs: Sentry\'s become the SDK\'s shape (click, navigation, http, console), newest 30, query strings stripped', () => {
+  const t = 1_780_000_000;
+  const raw = sentryEventToRaw({
+    event_id: EVENT_ID, exception: { values: [{ type: 'Error', value: 'boom' }] },
+    breadcrumbs: { values: [
+      ...Array.from({ length: 40 }, (_, i) => ({ timestamp: t - 100 + i, category: 'sentry.event', message: `old ${i}` })),
+      { timestamp: t + 1, category: 'ui.click', message: 'main > button.buy' },
+      { timestamp: t + 2, category: 'navigation', data: { from: '/cart?x=1', to: '/checkout?token=SECRET' } },
+      { timestamp: t + 3, category: 'fetch', type: 'http', level: 'error', data: { method: 'POST', url: 'https://api.example/pay?card=SECRET', status_code: 502 } },
+      { timestamp: new Date((t + 4) * 1000).toISOString(), category: 'console', level: 'warning', message: 'retrying' },
+      { timestamp: 'never', category: 'console', message: 'no time' },
+      'not an object',
+    ] },
+  });
+  const crumbs = (raw.data as any).breadcrumbs as { at: string; category: string; message: string; level?: string; data?: unknown }[];
+  assert.is(crumbs.length, 30 - 2);
+  assert.equal(crumbs.slice(-4), [
+    { at: new Date((t + 1) * 1000).toISOString(), category: 'click', message: 'main > button.buy' },
+    { at: new Date((t + 2) * 1000).toISOString(), category: 'navigation', message: '/checkout', data: { from: '/cart', to: '/checkout' } },
+    { at: new Date((t + 3) * 1000).toISOString(), category: 'http', level: 'error', message: 'POST https://api.example/pay 502', data: { method: 'POST', url: 'https://api.example/pay', status: 502 } },
+    { at: new Date((t + 4) * 1000).toISOString(), category: 'console', level: 'warning', message: 'retrying' },
+  ]);
+  assert.not.match(JSON.stringify(crumbs), /SECRET/);
+  // A bare array is read too; feedback carries none; none at all is no field.
+  assert.is(((sentryEventToRaw({ breadcrumbs: [{ timestamp: t, message: 'x' }] }).data as any).breadcrumbs).length, 1);
+  assert.is((sentryEventToRaw({ type: 'feedback', breadcrumbs: [{ timestamp: t, message: 'x' }], contexts: { feedback: { message: 'hi' } } }).data as any).breadcrumbs, undefined);
+  assert.is((sentryEventToRaw({ message: 'x' }).data as any).breadcrumbs, undefined);
+});
+
 test.run();

@@ -3,7 +3,8 @@ import { isPlainObject, type RawEvent } from '../event.ts';
 import { json, type JsonReply } from '../http.ts';
 import { jsonObject, type Envelope } from './envelope.ts';
 import { SentryProtocolError } from './error.ts';
-import { sentryEventId, sentryEventToRaw, userReportToRaw } from './map.ts';
+import { sentryEventId } from './fields.ts';
+import { sentryEventToRaw, userReportToRaw } from './map.ts';
 import { isTransaction, spansToRaw, transactionToRaw } from './transaction.ts';
 
 export interface SentryIngest {

@@ -2,8 +2,10 @@
 // The results still go through the service's validation and normalise(); this module only reshapes,
 // clips text to the limits of docs/api.md#event-fields, and keeps each event under 64 KiB.
 import { isPlainObject, type RawEvent } from '../event.ts';
-import { isTimestamp, MAX_EVENT_BYTES } from '../schema.ts';
+import { MAX_EVENT_BYTES } from '../schema.ts';
+import { isoTimestamp, pageUrl, sentryEventId } from './fields.ts';
 import { MAX_DEPTH, shapeProblem } from '../shape.ts';
+import { breadcrumbs } from './breadcrumbs.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -54,6 +56,7 @@ export function sentryEventToRaw(event: Obj, itemType = 'event', envelopeEventId
     sdk: sdk(event.sdk),
     platform: text(event.platform, 64),
     userAgent: text(headers?.['User-Agent'] ?? headers?.['user-agent'], 512),
+    breadcrumbs: isFeedback ? undefined : breadcrumbs(event.breadcrumbs),
   }));
   Object.assign(raw, compact({
     id: sentryEventId(event.event_id) ?? sentryEventId(envelopeEventId) ?? newEventId(),
@@ -217,43 +220,8 @@ function sdk(value: unknown): Obj | undefined {
   return s && compact({ name: text(s.name, 128), version: text(s.version, 64) });
 }
 
-/**
- * The page or request URL without query string and fragment: they often carry tokens or personal
- * data, and Watchtower's own SDK strips them too (README, "Instrument your app").
- */
-export function pageUrl(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value.replace(/[?#].*/s, '').slice(0, 2048) || undefined : undefined;
-}
-
-/**
- * Sentry event ids are 32 hex digits; a dashed UUID is the same id, as Sentry reads it. Other
- * strings are kept up to 100 characters, leaving room for the user-report suffix within the
- * 128 an event id may have.
- */
-export function sentryEventId(value: unknown): string | undefined {
-  if (typeof value !== 'string' || value === '' || value.length > 100) return undefined;
-  return /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i.test(value) ? value.replace(/-/g, '').toLowerCase() : value;
-}
-
 /** An id in Sentry's form, so the answer can name the event even when the SDK sent none. */
 const newEventId = () => crypto.randomUUID().replace(/-/g, '');
-
-/**
- * Sentry timestamps: seconds since the epoch (a float) or an ISO 8601 string, read as UTC when it
- * has no offset. Undefined when unusable, so the server's time is used.
- */
-export function isoTimestamp(value: unknown): string | undefined {
-  let ms: number;
-  if (typeof value === 'number') ms = value * 1000;
-  else if (typeof value === 'string' && value.length <= 64) {
-    ms = Date.parse(/T\d\d:\d\d(?::\d\d(?:\.\d+)?)?$/.test(value) ? value + 'Z' : value);
-  } else return undefined;
-  // Past ±8.64e15 ms a Date is invalid and toISOString would throw; past the year 9999 it writes
-  // a six-digit year, which validation rejects (and the whole event with it).
-  if (!Number.isFinite(ms) || Math.abs(ms) > 8.64e15) return undefined;
-  const iso = new Date(ms).toISOString();
-  return isTimestamp(iso) ? iso : undefined;
-}
 
 /** The parts of `data` that carry a client's objects as sent; the rest is built here from text and numbers. */
 const CLIENT_PARTS = ['extra', 'contexts', 'tags', 'user'];
@@ -273,6 +241,7 @@ function fit(raw: RawEvent): RawEvent {
   for (const part of CLIENT_PARTS) if (data[part] !== undefined && shapeProblem(data[part], MAX_DEPTH - 2) !== null) delete data[part];
   const steps = [
     () => delete data.extra,
+    () => delete data.breadcrumbs,
     () => delete data.contexts,
     () => {
       if (Array.isArray(data.frames)) data.frames = data.frames.slice(0, 10);

@@ -4,7 +4,7 @@
 // page's load time and time to first byte, and the vitals the SDK measured. Spans, breadcrumbs and
 // the rest of the transaction are not stored.
 import { isPlainObject, type RawEvent } from '../event.ts';
-import { isoTimestamp, pageUrl, sentryEventId } from './map.ts';
+import { isoTimestamp, pageUrl, sentryEventId } from './fields.ts';
 
 type Obj = Record<string, unknown>;
 

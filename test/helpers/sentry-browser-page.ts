@@ -32,5 +32,11 @@ function renderCart(): never {
   },
   captureMessage: () => Sentry.captureMessage('search index stale', 'info'),
   feedback: () => Sentry.captureFeedback({ message: 'Love the new cart', name: 'Grace', email: 'grace@example.com' }),
+  /** What the user did before the error: the SDK records these as breadcrumbs. */
+  async afterCrumbs(): Promise<string | undefined> {
+    console.warn('stock low');
+    await fetch('/app/missing.json?token=SECRET').catch(() => undefined);
+    return Sentry.captureException(new Error('after crumbs'));
+  },
   flush: () => Sentry.flush(5000),
 };
