@@ -7,6 +7,7 @@ import * as assert from 'uvu/assert';
 import { normalise, uuidv7, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats, feedbackRating, pageloadDuration, type Stats } from '../lib/stats.ts';
 import { routeKey } from '../lib/event-keys.ts';
+import { EDGE_PAGE } from '../lib/store/postgres/stats/edge-rows.ts';
 import { uuidv7 as sdkUuidv7 } from '../sdk/uuid.ts';
 import { encodeCursor } from '../lib/store/cursor.ts';
 import { decodeDay } from '../lib/store/postgres/day-codec.ts';
@@ -682,7 +683,9 @@ async function register() {
       };
       const events: StoredEvent[] = [];
       for (let at = hour; at < now - 60_000; at += 5_000) events.push(make(at));
-      for (let k = 0; k < events.length; k += 200) await store.insert(events.slice(k, k + 200));
+      // A burst inside one edge minute, more than a page of the edge reader (EDGE_PAGE).
+      for (let k = 0; k < EDGE_PAGE + 1000; k++) events.push(make(hour + 30 * 60_000 + Math.floor(k / 100)));
+      for (let k = 0; k < events.length; k += 500) await store.insert(events.slice(k, k + 500));
       const range = { from: hour + 10 * 60_000 + 30_000 };
       const hits = async () => ((await store.health()).edgeMinutes as { hits: number; minutes: number }).hits;
       const check = async (label: string) => {

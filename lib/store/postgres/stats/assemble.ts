@@ -1,18 +1,18 @@
 // Statistics, step 3: the answer assembled from what the statement read (./counters.ts), the
 // fold rows this instance cached, the edges' events and blocks, and the latest events and points,
 // by assembleStats as every store answers them (lib/rollup/assemble.ts).
-import type { StoredEvent } from '../../../event.ts';
 import type { Recents } from '../../../live-window.ts';
 import { assembleStats } from '../../../rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../../../rollup/codec.ts';
 import { CounterRollups, counterPart, HOUR_SESSIONS, type Counter } from '../../../rollup/counters.ts';
-import { asHour, HourRollup, rollupRow, type RollupPart } from '../../../rollup/hour.ts';
+import { asHour, HourRollup, type RollupPart } from '../../../rollup/hour.ts';
 import { DAY_MS, type LatencyPoint, type Stats } from '../../../stats.ts';
 import type { DayPartCache, SessionCount } from '../day-cache.ts';
 import { decodeDay } from '../day-codec.ts';
 import { toEvent, type SeqRow } from '../sql.ts';
 import type { CountersRow } from './counters.ts';
 import { edgeParts } from './edge-minutes.ts';
+import { readEdgeEvents } from './edge-rows.ts';
 import { BLOCKS, type StatsQuery } from './plan.ts';
 import type { PointReads, PointRow } from './points.ts';
 
@@ -80,18 +80,22 @@ function rollupsOf(q: StatsQuery, row: CountersRow): { parts: RollupPart[]; roll
   return { parts, rollups };
 }
 
-/** The partial hours at the range's edges: held and new whole minutes, the other rows, and the rollups of blocks wholly inside. */
-function edgesOf(q: StatsQuery, row: CountersRow): RollupPart[] {
+/**
+ * The partial hours at the range's edges: the rollups of blocks wholly inside them (answered by
+ * the statement), and the rest of their events, held whole minutes aside (./edge-minutes.ts).
+ */
+async function edgesOf(q: StatsQuery, row: CountersRow): Promise<RollupPart[]> {
   const { cache, user, blocksCached } = q;
-  // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
-  const edges = edgeParts(q.minutes, user, q.scope, q.heldMinutes, row.minutes, JSON.parse(row.edges) as StoredEvent[]);
-  edges.push(...HourRollup.fromRows((JSON.parse(row.edge_block_rows) as StoredEvent[]).map((e) => rollupRow(e))));
+  const edges: RollupPart[] = [];
   for (const [day, firstSeq, base64] of row.edge_blocks) {
     const key = Number(firstSeq);
     let hours = blocksCached.get(day)?.folds.get(key);
     if (!hours) cache.set(user, BLOCKS, day, key, (hours = decodeDay(fromBase64(base64!))));
     edges.push(...hours);
   }
+  const rolled = row.edge_blocks.map(([day, firstSeq]) => `${day}:${firstSeq}`);
+  // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
+  edges.push(...await edgeParts(q.minutes, user, q.scope, q.heldMinutes, row.minutes, (skip, take) => readEdgeEvents(q, skip, rolled, take)));
   return edges;
 }
 
@@ -99,7 +103,7 @@ export async function assemble(q: StatsQuery, row: CountersRow, latest: Promise<
   { guessed, pointsEarly, pointsOf }: PointReads): Promise<Stats> {
   const { plan, breakdowns } = q;
   const { parts, rollups } = rollupsOf(q, row);
-  const edges = edgesOf(q, row);
+  const edges = await edgesOf(q, row);
 
   // Each route's count in range. Its points: those read beside the main statement for the routes
   // of the cached days, and those of any other route now.

@@ -1,12 +1,12 @@
 // Statistics, step 2: the one statement that reads the counters. One snapshot holds the fold rows
 // of the days in range (only those this instance has not cached), the counters of the whole hours
 // summed per series bucket, the session counters and sessions, the breakdown sessions still in
-// rows, the partial hours at the range's edges (whole minutes this instance holds left out, blocks
-// wholly inside them as their rollups), and
+// rows, the signatures of the edges' whole minutes and the rollups of blocks wholly inside the
+// edges, and
 // the active sessions of the last minutes.
 import { TYPE, DAY_SESSIONS, HOUR_SESSIONS } from '../../../rollup/counters.ts';
 import { ACTIVE_WINDOW_MS } from '../../../stats.ts';
-import { blockEvents, blockSessions } from '../reads/owner.ts';
+import { blockSessions } from '../reads/owner.ts';
 import { pgArray } from '../sql.ts';
 import { MINUTE_MS } from './edge-minutes.ts';
 import { daySpans, type StatsQuery } from './plan.ts';
@@ -18,9 +18,7 @@ export interface CountersRow {
   session_counts: [string, number, number][];
   sessions: [number, string][];
   breakdown_sessions: [string, string, string[]][];
-  edges: string;
   minutes: [number, number, string, boolean][];
-  edge_block_rows: string;
   edge_blocks: [number, string, string | null][];
   active: number;
 }
@@ -58,16 +56,10 @@ export async function readCounters(q: StatsQuery): Promise<CountersRow> {
          select kind::text, key, array_agg(distinct session) as sessions from watchtower_breakdown_sessions
          where ${breakdowns && h0 < h1}::boolean and user_id = ${user} and scope = ${scope} and (${inSpans(daySpans(sessionRowDays, h0, h1))})
          group by kind, key) t) as breakdown_sessions,
-      -- The stored texts as one JSON array, which the instance parses at once.
-      -- The rows of those hours but those of whole minutes this instance holds as they are
-      -- (./edge-minutes.ts), and the rows of blocks (closed days) that reach into them.
-      (select coalesce('[' || string_agg(event, ',') || ']', '[]') from watchtower_events
-         where user_id = ${user} ${ofProject} and ${anyOf(plan.rawSpans, received)}
-           and floor(extract(epoch from received_at) / 60)::bigint <> all(array(select minute from minutes where held))) as edges,
+      -- The whole minutes of the edges' rows, each with its signature and whether this instance
+      -- holds its rollup as it is (./edge-minutes.ts). The edges' events themselves are read
+      -- after this statement, in pages (./edge-rows.ts).
       (select coalesce(json_agg(json_build_array(minute, n, s, held)), '[]') from minutes) as minutes,
-      (select coalesce('[' || string_agg(event, ',') || ']', '[]') from ${blockEvents(sql)}
-         where b.user_id = ${user} ${ofProject} and ${anyOf(plan.rawSpans, reaching)} and ${anyOf(plan.rawSpans, received)}
-           and not ${rolled}) as edge_block_rows,
       -- Blocks wholly inside an edge's span, as their rollups (the bytes of those not cached).
       (select coalesce(json_agg(json_build_array(b.day, b.first_seq::text, case when b.day || ':' || b.first_seq = any(${pgArray(cachedBlocks)}::text[])
                                                                             then null else encode(b.rollup, 'base64') end)), '[]')

@@ -11,8 +11,8 @@
 // seq) or removed from it (a move into blocks, retention), so any change changes the signature,
 // and a stale entry is never read: the statement sends the rows of that minute again instead.
 import { encodePart, FrozenHour } from '../../../rollup/codec.ts';
-import type { StoredEvent } from '../../../event.ts';
-import { HourRollup, rollupRow, type RollupPart, type RollupRow } from '../../../rollup/hour.ts';
+import { HourRollup, rollupRow, type RollupPart } from '../../../rollup/hour.ts';
+import type { EdgeEvent } from './edge-rows.ts';
 
 export const MINUTE_MS = 60_000;
 /** Minutes kept per user and scope: two edges of at most 59 whole minutes each, with room. */
@@ -112,31 +112,50 @@ export class EdgeMinuteCache {
 }
 
 /**
- * The edge parts of the rows read from watchtower_events: the held minutes' rollups, rollups of
- * the whole minutes the statement sent (kept for the next request), and the rest (the partial
- * minutes) as rows. `minutes` is the statement's list of whole minutes: (minute, count, sum of
- * seqs, whether its rows were left out as held).
+ * The edge parts: the held minutes' rollups, rollups of the other whole minutes (kept for the next
+ * request when their rows are exactly those the statement signed), and the rest (partial minutes,
+ * blocks) as events. `minutes` is the statement's list of whole minutes: (minute, count, sum of
+ * seqs, whether the instance held its rollup); `read` pages through the edges' events but those
+ * of the held minutes (./edge-rows.ts).
  */
-export function edgeParts(cache: EdgeMinuteCache, user: string, scope: string, held: ReadonlyMap<string, RollupPart>,
-  minutes: readonly [number, number, string, boolean][], events: readonly StoredEvent[]): RollupPart[] {
+export async function edgeParts(cache: EdgeMinuteCache, user: string, scope: string, held: ReadonlyMap<string, RollupPart>,
+  minutes: readonly [number, number, string, boolean][], read: (skip: number[], take: (page: EdgeEvent[]) => void) => Promise<void>): Promise<RollupPart[]> {
   const parts: RollupPart[] = [];
-  const fresh = new Map<number, { sig: string; rows: RollupRow[] }>();
+  const skip: number[] = [];
+  const fresh = new Map<number, { sig: string; count: number; seqSum: bigint; part: HourRollup; rows: number; rowSum: bigint }>();
   for (const [minute, count, seqSum, wasHeld] of minutes) {
     const sig = signature(minute, count, seqSum);
     if (wasHeld) {
       parts.push(held.get(sig)!);
+      skip.push(minute);
       cache.served(1);
+    } else fresh.set(minute, { sig, count, seqSum: BigInt(seqSum), part: new HourRollup(Math.floor((minute * MINUTE_MS) / 3_600_000)), rows: 0, rowSum: 0n });
+  }
+  const rest = new Map<number, HourRollup>();
+  await read(skip, (page) => {
+    for (const { event, seq, row: fromRows } of page) {
+      const row = rollupRow(event);
+      const minute = fresh.get(Math.floor(row.receivedMs / MINUTE_MS));
+      if (minute) {
+        minute.part.add(row);
+        if (fromRows) {
+          minute.rows++;
+          minute.rowSum += seq;
+        }
+        continue;
+      }
+      const hour = Math.floor(row.receivedMs / 3_600_000);
+      let part = rest.get(hour);
+      if (!part) rest.set(hour, (part = new HourRollup(hour)));
+      part.add(row);
     }
-    else fresh.set(minute, { sig, rows: [] });
+  });
+  for (const [minute, f] of fresh) {
+    // Kept only when it is exactly the rows the statement signed, all of them from rows: a row
+    // inserted or moved into a block since is read again next time.
+    const exact = f.rows === f.count && f.rowSum === f.seqSum && f.part.total === f.count;
+    if (f.part.total) parts.push(exact ? cache.set(user, scope, minute, f.sig, f.part) : f.part);
   }
-  const rest: RollupRow[] = [];
-  for (const e of events) {
-    const row = rollupRow(e);
-    (fresh.get(Math.floor(row.receivedMs / MINUTE_MS))?.rows ?? rest).push(row);
-  }
-  for (const [minute, { sig, rows }] of fresh) {
-    for (const part of HourRollup.fromRows(rows)) parts.push(cache.set(user, scope, minute, sig, part));
-  }
-  parts.push(...HourRollup.fromRows(rest));
+  parts.push(...rest.values());
   return parts;
 }
