@@ -5,10 +5,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
-import { HotTail, SegmentView, tailRow, type TailRow } from '../lib/store/hot-tail.ts';
-import { SCHEMA, SegmentDb, type TrackQuery } from '../lib/store/segment.ts';
-import type { RowsQuery } from '../lib/store/sqlite-protocol.ts';
-import { loadSqlJs } from '../lib/store/sqljs.ts';
+import { HotTail, SegmentView, tailRow, type TailRow } from '../lib/store/sqlite/hot-tail.ts';
+import { SCHEMA, SegmentDb, type TrackQuery } from '../lib/store/sqlite/segment.ts';
+import type { RowsQuery } from '../lib/store/sqlite/protocol.ts';
+import { loadSqlJs } from '../lib/store/sqlite/sqljs.ts';
 
 const T0 = Date.parse('2026-05-16T10:00:00.000Z');
 const TYPES = ['pageload', 'error', 'click', 'custom'];

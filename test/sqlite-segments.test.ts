@@ -13,9 +13,9 @@ import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
 import { nodeFs } from '../lib/store/fs.ts';
-import { decodeManifest, encodeManifest, readManifest, readSegment, type Manifest } from '../lib/store/seal.ts';
-import { loadSqlJs } from '../lib/store/sqljs.ts';
-import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
+import { decodeManifest, encodeManifest, readManifest, readSegment, type Manifest } from '../lib/store/sqlite/manifest.ts';
+import { loadSqlJs } from '../lib/store/sqlite/sqljs.ts';
+import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { RenameHook } from './helpers/hooked-fs.ts';
 

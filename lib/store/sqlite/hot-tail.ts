@@ -6,12 +6,12 @@
 // higher seq than every row of its segment's database, because rows are written in seq order.
 //
 // The filters below are the SQL of SegmentDb.rows and SegmentDb.track, over the same column values.
-import type { StoredEvent } from '../event.ts';
-import { rollupRow, type RollupRow } from '../rollup/hour.ts';
-import { isoBounds } from './filter.ts';
+import type { StoredEvent } from '../../event.ts';
+import { rollupRow, type RollupRow } from '../../rollup/hour.ts';
+import { isoBounds } from '../filter.ts';
 import { rowFrom, type SeqRows, type SegmentDb, type TrackQuery, type TrackedRow } from './segment.ts';
-import type { RowsQuery } from './sqlite-protocol.ts';
-import { eventFromRow, metadataOf, ownerKey, type ColValues } from './sqlite-row.ts';
+import type { RowsQuery } from './protocol.ts';
+import { eventFromRow, metadataOf, ownerKey, type ColValues } from './row.ts';
 
 /**
  * A row as it is written: column values and metadata, not the event. Rows wait here for

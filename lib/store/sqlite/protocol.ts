@@ -1,12 +1,12 @@
 // The messages between the sqlite store's main thread (sqlite.ts) and its database worker
 // (sqlite-worker.ts). Every request is answered in the order sent (see sqlite.ts).
 import { memoryUsage } from 'node:process';
-import type { StoredEvent } from '../event.ts';
-import type { StatsRange } from '../stats.ts';
+import type { StoredEvent } from '../../event.ts';
+import type { StatsRange } from '../../stats.ts';
 import type { SegmentFilter } from './dedupe.ts';
-import type { StoreFsModule } from './fs.ts';
-import type { Manifest } from './seal.ts';
-import type { ErrorScanQuery, EventFilter } from './types.ts';
+import type { StoreFsModule } from '../fs.ts';
+import type { Manifest } from './manifest.ts';
+import type { ErrorScanQuery, EventFilter } from '../types.ts';
 
 export interface InitArgs {
   path: string;

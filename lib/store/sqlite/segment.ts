@@ -2,12 +2,12 @@
 // receive-time span as rollup rows, one event by id. The worker (sqlite-worker.ts) reads across
 // segments by asking each in seq order; the hot segment adds inserts and retention on top.
 import type { Database, Statement } from 'sql.js';
-import type { StoredEvent } from '../event.ts';
-import { rollupRow, type RollupRow } from '../rollup/hour.ts';
-import { isoBounds } from './filter.ts';
-import { ROW_COLUMNS, eventFromRow, ownerKey, type RowValues } from './sqlite-row.ts';
+import type { StoredEvent } from '../../event.ts';
+import { rollupRow, type RollupRow } from '../../rollup/hour.ts';
+import { isoBounds } from '../filter.ts';
+import { ROW_COLUMNS, eventFromRow, ownerKey, type RowValues } from './row.ts';
 import type { TailRow } from './hot-tail.ts';
-import type { RowsQuery } from './sqlite-protocol.ts';
+import type { RowsQuery } from './protocol.ts';
 
 /**
  * A segment's tables. Databases made before the rollups also have route_key, duration, ttfb and

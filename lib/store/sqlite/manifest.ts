@@ -23,9 +23,9 @@
 import { Buffer } from 'node:buffer';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
-import type { LiveWindowState } from '../live-window.ts';
-import type { AppUser } from './types.ts';
-import { renameDurably, writeNewFile, type StoreFs } from './fs.ts';
+import type { LiveWindowState } from '../../live-window.ts';
+import type { AppUser } from '../types.ts';
+import { renameDurably, writeNewFile, type StoreFs } from '../fs.ts';
 import type { SegmentBounds } from './segment-cache.ts';
 
 const gzip = promisify(gzipCb);

@@ -30,18 +30,18 @@
 import { memoryUsage } from 'node:process';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { StoredEvent } from '../event.ts';
-import { resolveRange, type Stats } from '../stats.ts';
-import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
-import { ensureDir, loadStoreFs, type StoreFsModule } from './fs.ts';
+import type { StoredEvent } from '../../event.ts';
+import { resolveRange, type Stats } from '../../stats.ts';
+import { decodeCursor, encodeCursor, EXPORT_BATCH } from '../cursor.ts';
+import { ensureDir, loadStoreFs, type StoreFsModule } from '../fs.ts';
 import { JournalWriter, segmentPath } from './journal.ts';
 import { lockDatabase, type DatabaseLock } from './lock.ts';
-import { ownerKey } from './sqlite-row.ts';
+import { ownerKey } from './row.ts';
 import { Dedupe } from './dedupe.ts';
-import { DEFAULT_CACHE_MB, DEFAULT_DEDUPE_DAYS, DEFAULT_MAX_EVENTS, DEFAULT_RETENTION_DAYS } from './defaults.ts';
-import { writeSegment } from './seal.ts';
-import { threadMemory, type FromWorker, type HealthFigures, type InitResult, type Request, type RowsResult, type SealAnswer, type ToWorker } from './sqlite-protocol.ts';
-import { StoreUnavailableError, appUser, type AppUser, type ErrorScan, type EventPage, type Store, type StoreHealth, type UserSync } from './types.ts';
+import { DEFAULT_CACHE_MB, DEFAULT_DEDUPE_DAYS, DEFAULT_MAX_EVENTS, DEFAULT_RETENTION_DAYS } from '../defaults.ts';
+import { writeSegment } from './manifest.ts';
+import { threadMemory, type FromWorker, type HealthFigures, type InitResult, type Request, type RowsResult, type SealAnswer, type ToWorker } from './protocol.ts';
+import { StoreUnavailableError, appUser, type AppUser, type ErrorScan, type EventPage, type Store, type StoreHealth, type UserSync } from '../types.ts';
 
 export interface SqliteStoreOptions {
   /** Database file; the journal segments and snapshot temp files live beside it. */
@@ -145,7 +145,7 @@ declare const Deno: unknown;
  * worker module. Deno and Bun run TypeScript workers natively.
  */
 function startWorker(): Worker {
-  const url = new URL('./sqlite-worker' + (import.meta.url.endsWith('.ts') ? '.ts' : '.js'), import.meta.url);
+  const url = new URL('./worker' + (import.meta.url.endsWith('.ts') ? '.ts' : '.js'), import.meta.url);
   const native = typeof Deno !== 'undefined' || typeof (globalThis as { Bun?: unknown }).Bun !== 'undefined';
   if (native || !url.pathname.endsWith('.ts')) return new Worker(url);
   const tsx = import.meta.resolve('tsx/esm/api');

@@ -2,8 +2,8 @@
 // what the columns cannot give back (appName, url, route, data, custom fields, and any field whose
 // value differs from its column): the full JSON of every event doubled the database, which sql.js
 // holds in memory and copies on every snapshot.
-import type { StoredEvent } from '../event.ts';
-import { withinDepth } from '../shape.ts';
+import type { StoredEvent } from '../../event.ts';
+import { withinDepth } from '../../shape.ts';
 
 /** Column values of one row without metadata, in the order of ROW_COLUMNS. */
 export type ColValues = [id: string, type: string, timestamp: string, received_at: string, user_id: string,
