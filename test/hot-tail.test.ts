@@ -5,7 +5,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
-import { HotTail, SegmentView, tailRow, type TailRow } from '../lib/store/sqlite/hot-tail.ts';
+import { HotTail, SegmentView } from '../lib/store/sqlite/hot-tail.ts';
+import { tailRow, type TailRow } from '../lib/store/sqlite/row.ts';
 import { SCHEMA, SegmentDb, type TrackQuery } from '../lib/store/sqlite/segment.ts';
 import type { RowsQuery } from '../lib/store/sqlite/protocol.ts';
 import { loadSqlJs } from '../lib/store/sqlite/sqljs.ts';

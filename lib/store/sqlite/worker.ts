@@ -27,13 +27,13 @@ import { HOUR_MS, type ResolvedRange, type Stats, type StatsRange } from '../../
 import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs } from '../fs.ts';
 import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
 import { manifestFile, readManifest, readSegment, segmentFile, segmentName, withProjects, writeManifestBytes, type Manifest, type OwnerParts, type ScopeParts } from './manifest.ts';
-import { HotTail, SegmentView, tailRow } from './hot-tail.ts';
+import { HotTail, SegmentView } from './hot-tail.ts';
 import { Scopes } from '../scopes.ts';
 import { SegmentCache, type SealedSegment } from './segment-cache.ts';
-import { SCHEMA, SegmentDb, TRACK_COLUMNS, rowFrom, type TrackedRow } from './segment.ts';
+import { SCHEMA, SegmentDb } from './segment.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
 import { postAnswer, postError, threadMemory, type FromWorker, type HealthFigures, type InitArgs, type InitResult, type Request, type RowsQuery, type RowsResult, type SealAnswer, type SealFigures, type ToWorker } from './protocol.ts';
-import { ownerKey } from './row.ts';
+import { ownerKey, rowFrom, tailRow, TRACK_COLUMNS, type TrackedRow } from './row.ts';
 import type { AppUser, ErrorScan, ErrorScanQuery } from '../types.ts';
 
 const DAY_MS = 86_400_000;
