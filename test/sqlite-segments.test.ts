@@ -437,7 +437,7 @@ test('segments sealed before project statistics: a project\'s stats read their r
   const newestManifest = manifests.reduce((a, b) => (Number(/seg-(\d+)\./.exec(a)![1]) > Number(/seg-(\d+)\./.exec(b)![1]) ? a : b));
   const hook = new RenameHook(newestManifest);
   hook.arm();
-  const { store: upgraded, logs } = await open(path, () => now, { sealEvents: 60, fsModule: hook.module() });
+  const { store: upgraded, logs } = await open(path, () => now, { sealEvents: 60, testing: { fs: hook.module() } });
   await hook.held();
   assert.is(((await upgraded.health()).segments as { projectsPending: number }).projectsPending, (await segmentsOf(upgraded)).sealed);
   await check(upgraded, 'read from rows');

@@ -296,7 +296,7 @@ test('snapshot interrupted before the rename: the old snapshot is intact, the te
   const dir = tempDir();
   const path = join(dir, 'watchtower.sqlite');
   const hook = new RenameHook(path);
-  const { store } = await open(path, { fsModule: hook.module() });
+  const { store } = await open(path, { testing: { fs: hook.module() } });
   const events = mixed(8);
   await store.insert(events.slice(0, 4));
   await store.flush();
@@ -465,7 +465,7 @@ test('a database worker that dies: operations answer StoreUnavailableError inste
   const path = join(dir, 'watchtower.sqlite');
   let worker: Worker | null = null;
   const hook = new RenameHook(path);
-  const { store, logs } = await open(path, { onWorker: (w) => (worker = w), fsModule: hook.module() });
+  const { store, logs } = await open(path, { testing: { onWorker: (w) => (worker = w), fs: hook.module() } });
   const events = mixed(10);
   await store.insert(events.slice(0, 5));
   // Stop the worker in the middle of a snapshot: its temp file written, the rename held.

@@ -254,9 +254,9 @@ export async function removeGradually(fs: StoreFs, path: string, slice = 16 << 2
 /**
  * Test seam: where a store's StoreFs comes from when it is not node:fs. A module, by URL, exporting
  * `createStoreFs(data)` (which may be async): the database worker cannot be handed an object, so
- * each thread loads it (`data` is copied to the worker as a message is; a SharedArrayBuffer in it
- * is shared). This is how tests watch or hold the worker's file operations: the messages between
- * the threads carry no test hooks.
+ * each thread loads it (`data` is copied to the worker as its start data is; a SharedArrayBuffer in
+ * it is shared). This is how tests watch or hold the worker's file operations; the sqlite store
+ * takes it as `testing.fs`, and the messages between the threads carry no test hooks.
  */
 export interface StoreFsModule {
   url: string;

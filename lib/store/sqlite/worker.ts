@@ -14,7 +14,7 @@
 // stays open for reads meanwhile.
 import { basename, dirname, join } from 'node:path';
 import { setImmediate } from 'node:timers';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import type { Database, SqlJsStatic } from 'sql.js';
 import type { StoredEvent } from '../../event.ts';
 import { withinDepth } from '../../shape.ts';
@@ -24,7 +24,7 @@ import { encodePart, FrozenHour } from '../../rollup/codec.ts';
 import { HourRollup, type RollupPart, type RollupRow } from '../../rollup/hour.ts';
 import { UserRollups, WithParts } from '../../rollup/user.ts';
 import { HOUR_MS, type ResolvedRange, type Stats, type StatsRange } from '../../stats.ts';
-import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs } from '../fs.ts';
+import { loadStoreFs, removeGradually, renameDurably, writeNewFile, type StoreFs, type StoreFsModule } from '../fs.ts';
 import { listSegments, readSegments, removeSegmentsUpTo, type JournalEntry } from './journal.ts';
 import { manifestFile, readManifest, readSegment, segmentFile, segmentName, withProjects, writeManifestBytes, type Manifest, type OwnerParts, type ScopeParts } from './manifest.ts';
 import { HotTail, SegmentView } from './hot-tail.ts';
@@ -32,7 +32,7 @@ import { Scopes } from '../scopes.ts';
 import { SegmentCache, type SealedSegment } from './segment-cache.ts';
 import { SCHEMA, SegmentDb } from './segment.ts';
 import { databaseFile, loadSqlJs, readDatabaseFile } from './sqljs.ts';
-import { postAnswer, postError, threadMemory, type FromWorker, type HealthFigures, type InitArgs, type InitResult, type Request, type RowsQuery, type RowsResult, type SealAnswer, type SealFigures, type ToWorker } from './protocol.ts';
+import { postAnswer, postError, threadMemory, type FromWorker, type HealthFigures, type InitArgs, type InitResult, type WorkerRequest, type RowsQuery, type RowsResult, type SealAnswer, type SealFigures, type ToWorker } from './protocol.ts';
 import { ownerKey, rowFrom, tailRow, TRACK_COLUMNS, type TrackedRow } from './row.ts';
 import type { AppUser, ErrorScan, ErrorScanQuery } from '../types.ts';
 
@@ -373,7 +373,7 @@ class Engine {
       keys.push(owner, e.id);
     }
     // The main thread's dedupe set must forget them, or a re-sent pruned event would be ignored.
-    post({ pruned: keys });
+    post({ forgetKeys: keys });
     this.hotCount -= rows.length;
     this.prunedTotal += rows.length;
     return rows.length;
@@ -435,7 +435,7 @@ class Engine {
       if (!k) break;
       byCount += k;
     }
-    if (dropped.length) post({ dropped });
+    if (dropped.length) post({ dropFilters: dropped });
     this.unloggedAge += byAge;
     this.unloggedCount += byCount;
     // At the count limit every write prunes a little: one line a minute, not one per batch.
@@ -958,7 +958,7 @@ sqlJs.catch(() => {});
 async function start(args: InitArgs): Promise<{ engine: Engine; result: InitResult }> {
   const t0 = performance.now();
   const { path } = args;
-  const fs = await loadStoreFs(args.fs);
+  const fs = await loadStoreFs((workerData as { fs?: StoreFsModule } | undefined)?.fs);
   const dir = dirname(path);
   const base = basename(path);
   const segName = segmentName(base);
@@ -1077,8 +1077,8 @@ interface Handled {
   holds?: Promise<unknown>;
 }
 
-function handle(req: Request): Handled {
-  if (req.op === 'init') {
+function handle(req: WorkerRequest): Handled {
+  if (req.op === 'open') {
     const started = start(req.args).then((s) => {
       engine = s.engine;
       return s.result;
@@ -1093,25 +1093,25 @@ function handle(req: Request): Handled {
       const { written, prune } = engine.applyLines(req.lines, req.now);
       return { answer: prune ? Promise.all([written, prune]) : written, holds: prune };
     }
-    case 'rows': {
+    case 'readRows': {
       // A read may open sealed segments (async): nothing else runs until it has read them all.
       const rows = engine.rows(req.query);
       return { answer: rows, holds: rows };
     }
-    case 'errors': {
+    case 'scanErrors': {
       const errors = engine.errors(req.query);
       return { answer: errors, holds: errors };
     }
-    case 'stats': {
+    case 'readStats': {
       const stats = engine.stats(req.userId, req.now, req.range, req.projectId);
       return { answer: stats, holds: stats };
     }
-    case 'getUser':
+    case 'readUser':
       return { answer: engine.getUser(req.idpUserId) };
-    case 'written':
+    case 'drainTail':
       // Holds nothing: reads and inserts go on while the rows are written.
       return { answer: engine.written() };
-    case 'health':
+    case 'readHealth':
       return { answer: engine.health() };
     case 'prune': {
       const pruned = engine.prune(req.now, PRUNE_BATCH * 10);
@@ -1126,7 +1126,7 @@ function handle(req: Request): Handled {
       const { swapped, done } = engine.seal(req.covered, req.reason, req.now);
       return { answer: done, holds: swapped };
     }
-    case 'sealed': {
+    case 'finishSeal': {
       const { written, done } = engine.sealWritten(req.segment, req.covered, req.diskBytes, req.now);
       return { answer: done, holds: written };
     }
