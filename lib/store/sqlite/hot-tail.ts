@@ -1,6 +1,6 @@
 // The rows the sqlite store's worker has counted but not written to a database yet. An insert is
 // counted (seq, rollups, live window) the moment it arrives, and its row is written to its
-// segment's database a slice at a time when nothing else waits (sqlite-worker.ts): a read then
+// segment's database a slice at a time when nothing else waits (worker/writes.ts): a read then
 // never waits behind the writes of the inserts before it, only behind one slice. Reads see a
 // segment as its database's rows followed by its rows here (SegmentView): every row here has a
 // higher seq than every row of its segment's database, because rows are written in seq order.
@@ -16,7 +16,7 @@ export class HotTail {
   private rows: TailRow[] = [];
   /** Index of the first row not written yet (written rows are dropped from the front in bulk). */
   private head = 0;
-  /** Rows ever pushed / ever taken: positions that `written` waits for. */
+  /** Rows ever pushed / ever taken: positions that `drained` waits for. */
   private pushed = 0;
   private taken = 0;
   private waiters: { upTo: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
@@ -56,7 +56,7 @@ export class HotTail {
   }
 
   /** Settles once every row pushed so far is written (or writing failed). */
-  written(): Promise<void> {
+  drained(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.taken >= this.pushed) return Promise.resolve();
     return new Promise((resolve, reject) => this.waiters.push({ upTo: this.pushed, resolve, reject }));
