@@ -18,7 +18,7 @@
 //   its final name atomically (the database snapshot today; sealed segments and a catalog rewritten
 //   in place the same way);
 // - `writeNewFile` then a link: a file that must appear whole or not at all under a name that
-//   may not be taken (the lock file, lock.ts);
+//   may not be taken (the lock file, sqlite/lock.ts);
 // - `removeGradually`: deletions, which need not be durable (see there).
 import { link, mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -47,7 +47,7 @@ export interface StoreFs {
   list(dir: string): Promise<string[]>;
   /**
    * A whole file's bytes, or null when there is no such file. `alloc(size)` supplies the storage
-   * (the database is read into a resizable buffer, see sqljs.ts).
+   * (the database is read into a resizable buffer, see sqlite/sqljs.ts).
    */
   read(path: string, alloc?: (size: number) => Uint8Array): Promise<Uint8Array | null>;
   /** The first `length` bytes of a file (all of them when it is shorter), or null when there is no such file. */

@@ -259,8 +259,8 @@ export async function readManifest(fs: StoreFs, dbPath: string, id: number, want
  * written to disk.
  */
 export async function writeSegment(fs: StoreFs, dbPath: string, database: Uint8Array, manifest: Manifest): Promise<number> {
-  // Level 1: half the CPU of level 6 (0.6 s against 1.1 s for 150k events), which ingest
-  // shares two cores with, for ~20% more bytes (121 against 100 B per event).
+  // Level 1: about half the CPU of level 6, which ingest shares the cores with, for ~20% more
+  // bytes (BENCHMARKS.md, sqlite store's constants).
   const packed = await gzip(database, { level: 1, chunkSize: 4 << 20 });
   const segTmp = `${segmentFile(dbPath, manifest.id)}.tmp`;
   await writeNewFile(fs, segTmp, packed, 2 << 20);

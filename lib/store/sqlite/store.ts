@@ -12,16 +12,16 @@ import { memoryUsage } from 'node:process';
 import { dirname } from 'node:path';
 import { resolveRange, type Stats } from '../../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from '../cursor.ts';
-import { ensureDir, loadStoreFs } from '../fs.ts';
+import { ensureDir, loadStoreFs, type StoreFs } from '../fs.ts';
 import { StoreUnavailableError, appUser, type AppUser, type ErrorScan, type EventPage, type Store, type StoreHealth, type UserSync } from '../types.ts';
 import { WorkerClient } from './client.ts';
 import { CommitQueue } from './commit-queue.ts';
 import { Dedupe } from './dedupe.ts';
 import { claimNew } from './insert.ts';
 import { JournalWriter, segmentPath } from './journal.ts';
-import { lockDatabase } from './lock.ts';
+import { lockDatabase, type DatabaseLock } from './lock.ts';
 import { Maintenance } from './maintenance.ts';
-import { settingsOf, type SqliteStoreOptions } from './options.ts';
+import { settingsOf, type Settings, type SqliteStoreOptions } from './options.ts';
 import { threadMemory, type HealthFigures, type InitResult, type RowsResult } from './protocol.ts';
 
 export { CorruptDatabaseError } from './client.ts';
@@ -36,7 +36,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   // Exact ids of the hot segment, key filters of recent sealed ones; filled from the worker at
   // start, it learns of new events on insert and of removed ones from retention on the worker.
   const dedupe = new Dedupe(settings.dedupeDays * 86_400_000);
-  let closed = false;
+  const life = { closed: false };
   let queue: CommitQueue | null = null;
   const client = new WorkerClient(path, {
     log,
@@ -73,15 +73,33 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
   for (const f of init.filters) dedupe.addFilter(f, clock());
 
   const commits: CommitQueue = (queue = new CommitQueue(writer, client, {
-    log, now: clock, closed: () => closed,
+    log, now: clock, closed: () => life.closed,
     maintaining: (): boolean => maintenance.busy,
     afterGroup: () => maintenance.afterGroup(),
   }));
   const maintenance: Maintenance = new Maintenance(settings, fs, client, commits, dedupe, init.hotOldest);
   maintenance.start(init.compact);
+  return storeOver({ settings, fs, client, dedupe, commits, maintenance, lock, life });
+}
 
+/** What an open store is made of. */
+interface Parts {
+  settings: Settings;
+  fs: StoreFs;
+  client: WorkerClient;
+  dedupe: Dedupe;
+  commits: CommitQueue;
+  maintenance: Maintenance;
+  lock: DatabaseLock;
+  life: { closed: boolean };
+}
+
+/** The Store interface over the parts. */
+function storeOver({ settings, fs, client, dedupe, commits, maintenance, lock, life }: Parts): Store {
+  const { path } = settings;
+  const writer = commits.writer;
   const alive = () => {
-    if (closed) throw new StoreUnavailableError('The store is closed');
+    if (life.closed) throw new StoreUnavailableError('The store is closed');
     if (client.failure) throw client.failure;
   };
 
@@ -89,7 +107,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
     persisted: true,
     insert(events, texts) {
       if (!events.length) return Promise.resolve([]);
-      if (closed) return Promise.reject(new StoreUnavailableError('The store is closed'));
+      if (life.closed) return Promise.reject(new StoreUnavailableError('The store is closed'));
       if (client.failure) return Promise.reject(client.failure);
       // Decided now, before journaling: the journal holds new events only (insert.ts).
       const batch = claimNew(dedupe, events, texts);
@@ -171,12 +189,12 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Stor
       await maintenance.snapshot('flush');
     },
     async close() {
-      if (closed) return;
+      if (life.closed) return;
       try {
         await maintenance.close();
         if (!client.failure) await client.request({ op: 'close' });
       } finally {
-        closed = true;
+        life.closed = true;
         try {
           await writer.close();
           if (writer.bytes === 0) await fs.remove(segmentPath(path, writer.seq));
