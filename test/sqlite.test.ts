@@ -221,6 +221,16 @@ test('crash: acknowledged events are in the journal and replayed (no snapshot wa
   assert.is((await after.health()).journalBytes, 0);
 });
 
+test('retention while running: a pruned event sent again is stored again (the worker tells the main thread which keys went)', async () => {
+  const { store } = await open(join(tempDir(), 'watchtower.sqlite'), { maxEvents: 20, now: () => NOW });
+  const events = mixed(30).reverse();
+  for (let i = 0; i < 30; i += 5) await store.insert(events.slice(i, i + 5));
+  // A read is answered after the prune that followed the inserts, and after the keys it removed.
+  assert.is((await store.health()).eventCount, 20);
+  assert.is((await store.insert([events[29], events[0]])).length, 1, 'a kept event is a duplicate, a pruned one is new');
+  await store.close();
+});
+
 test('start-up applies retention, by count and by age, to the events it replays (their rows are written after it), and its dedupe holds them', async () => {
   const dir = tempDir();
   const { store } = await open(join(dir, 'watchtower.sqlite'));
