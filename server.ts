@@ -48,7 +48,7 @@ async function openStore(config: Config): Promise<Store> {
     const { openPostgresStore } = await import('./lib/store/postgres/store.ts');
     return openPostgresStore({ url: config.databaseUrl!, retentionDays: config.retentionDays, rollupCacheBytes: config.cacheMb * 2 ** 20, log });
   }
-  const { openSqliteStore } = await import('./lib/store/sqlite.ts');
+  const { openSqliteStore } = await import('./lib/store/sqlite/store.ts');
   return openSqliteStore({
     path: config.dbPath, retentionDays: config.retentionDays, maxEvents: config.maxEvents, cacheMb: config.cacheMb,
     dedupeDays: config.dedupeDays, log,

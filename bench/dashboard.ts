@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { nodeFiles } from '../lib/adapter/node.ts';
 import { createHandler } from '../lib/handler.ts';
 import { createMemoryStore } from '../lib/store/memory.ts';
-import { openSqliteStore } from '../lib/store/sqlite.ts';
+import { openSqliteStore } from '../lib/store/sqlite/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { launchChromium } from '../test/helpers/browser.ts';
 import { buildPages, DEV_CONFIG_SCRIPT, serveHandler } from '../test/helpers/pages.ts';

@@ -1,6 +1,6 @@
 // A child of bench/history.ts: opens the store, appends HISTORY_EVENTS events to its journal and
 // exits without closing it, as a crash would leave the files: the next start replays them.
-import { openSqliteStore } from '../lib/store/sqlite.ts';
+import { openSqliteStore } from '../lib/store/sqlite/store.ts';
 import { historyEvent } from './history-data.ts';
 
 const path = process.env.HISTORY_DB!;

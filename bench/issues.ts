@@ -15,7 +15,7 @@ import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { IssueProcessor } from '../lib/issues/processor.ts';
 import { RecordIssueStore } from '../lib/issues/records.ts';
 import { openSqliteRecords } from '../lib/records/file.ts';
-import { openSqliteStore } from '../lib/store/sqlite.ts';
+import { openSqliteStore } from '../lib/store/sqlite/store.ts';
 import { machine, median, spread, writeSection } from './lib.ts';
 
 const ERRORS = Number(process.env.BENCH_ERRORS ?? 100_000);

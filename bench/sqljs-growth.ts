@@ -10,9 +10,9 @@ import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { loadavg } from 'node:os';
 import type { Database, SqlJsStatic } from 'sql.js';
-import { SCHEMA } from '../lib/store/segment.ts';
-import { DEFAULT_SEAL_EVENTS } from '../lib/store/sqlite.ts';
-import { databaseFile, loadSqlJs } from '../lib/store/sqljs.ts';
+import { SCHEMA } from '../lib/store/sqlite/segment.ts';
+import { DEFAULT_SEAL_EVENTS } from '../lib/store/sqlite/store.ts';
+import { databaseFile, loadSqlJs } from '../lib/store/sqlite/sqljs.ts';
 import { eventData, machine, median, spread, writeSection } from './lib.ts';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? DEFAULT_SEAL_EVENTS);

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { normalise, uuidv7, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { createHandler } from '../lib/handler.ts';
-import { openSqliteStore } from '../lib/store/sqlite.ts';
+import { openSqliteStore } from '../lib/store/sqlite/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { eventData, machine, spread, writeSection } from './lib.ts';
 

@@ -1,4 +1,4 @@
-// Byte helpers shared by body reading and the live stream.
+// Byte helpers shared by body reading, the live stream and the sqlite store's manifests.
 
 /** The parts joined into one array (no copy when there is only one). */
 export function concat(parts: readonly Uint8Array[]): Uint8Array {

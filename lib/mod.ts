@@ -31,7 +31,7 @@ export type { FileAccess, FileStat } from './static.ts';
 export type { RateLimitOptions } from './ratelimit.ts';
 export type { AuthOptions } from './auth.ts';
 export type { HubOptions } from './hub.ts';
-export type { SqliteStoreOptions } from './store/sqlite.ts';
+export type { SqliteStoreOptions } from './store/sqlite/store.ts';
 export type { PostgresStoreOptions } from './store/postgres/store.ts';
 export type { FileRecordsOptions } from './records/file.ts';
 export type { PostgresRecordsOptions } from './records/postgres.ts';

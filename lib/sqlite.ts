@@ -4,7 +4,7 @@ export {
   openSqliteStore,
   CorruptDatabaseError,
   type SqliteStoreOptions,
-} from './store/sqlite.ts';
+} from './store/sqlite/store.ts';
 export { DEFAULT_RETENTION_DAYS, DEFAULT_MAX_EVENTS } from './store/defaults.ts';
 // Its record store (projects, issues, alert rules, source maps): a directory beside the database.
 export { openSqliteRecords, openFileRecords, CorruptRecordsError, type FileRecordsOptions } from './records/file.ts';

@@ -3,7 +3,7 @@
 // window behind a bitmap; a key of any of them is always found, expiry and retention let keys go.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { Dedupe, keyHash, type SegmentFilter } from '../lib/store/dedupe.ts';
+import { Dedupe, keyHash, type SegmentFilter } from '../lib/store/sqlite/dedupe.ts';
 
 const DAY = 86_400_000;
 const NOW = Date.parse('2026-05-16T12:00:00.000Z');

@@ -5,10 +5,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
-import { HotTail, SegmentView, tailRow, type TailRow } from '../lib/store/hot-tail.ts';
-import { SCHEMA, SegmentDb, type TrackQuery } from '../lib/store/segment.ts';
-import type { RowsQuery } from '../lib/store/sqlite-protocol.ts';
-import { loadSqlJs } from '../lib/store/sqljs.ts';
+import { HotTail, SegmentView } from '../lib/store/sqlite/hot-tail.ts';
+import { tailRow, type TailRow } from '../lib/store/sqlite/row.ts';
+import { SCHEMA, SegmentDb, type TrackQuery } from '../lib/store/sqlite/segment.ts';
+import type { RowsQuery } from '../lib/store/sqlite/protocol.ts';
+import { loadSqlJs } from '../lib/store/sqlite/sqljs.ts';
 
 const T0 = Date.parse('2026-05-16T10:00:00.000Z');
 const TYPES = ['pageload', 'error', 'click', 'custom'];
@@ -80,11 +81,11 @@ test('track: the same rows in the same order, and a reader that stops stops at t
 
 test('the tail: rows leave from the front, a segment at a time, and waits settle once written', async () => {
   const tail = new HotTail();
-  assert.is(await tail.written(), undefined, 'nothing to wait for');
+  assert.is(await tail.drained(), undefined, 'nothing to wait for');
   for (const r of rows.slice(0, 5)) tail.push(r);
   for (const r of rows.slice(5, 8)) tail.push({ ...r, segment: 8 });
   let settled = false;
-  const waiting = tail.written().then(() => (settled = true));
+  const waiting = tail.drained().then(() => (settled = true));
   assert.equal(tail.front(10, 7).map((r) => r.seq), [1, 2, 3, 4, 5], 'stops at the next segment');
   assert.equal(tail.of(8).map((r) => r.seq), [6, 7, 8]);
   tail.advance(5);
@@ -95,11 +96,11 @@ test('the tail: rows leave from the front, a segment at a time, and waits settle
   await waiting;
   assert.is(tail.size, 0);
   tail.push(rows[9]);
-  const failing = tail.written();
+  const failing = tail.drained();
   tail.fail(new Error('disk full'));
   const reason = (p: Promise<void>) => p.then(() => 'settled', (err: Error) => err.message);
   assert.is(await reason(failing), 'disk full');
-  assert.is(await reason(tail.written()), 'disk full', 'and every later wait');
+  assert.is(await reason(tail.drained()), 'disk full', 'and every later wait');
 });
 
 test.run();

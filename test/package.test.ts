@@ -199,7 +199,7 @@ function registerNode() {
       assert.ok(existsSync(join(installed(), entry.types)), `${key}: ${entry.types} is in the package`);
     }
     // The store's worker is compiled beside the store that spawns it.
-    assert.ok(existsSync(join(installed(), 'build/store/sqlite-worker.js')));
+    assert.ok(existsSync(join(installed(), 'build/store/sqlite/worker.js')));
     assert.ok(existsSync(join(installed(), 'pages/landing/index.html')));
     assert.ok(existsSync(join(installed(), 'dist/sdk/watchtower.js')));
     assert.ok(existsSync(join(installed(), 'dist/assets/dashboard.js')));
@@ -344,7 +344,7 @@ function registerDeno() {
     const out = result.stdout + result.stderr;
     assert.is(result.code, 0, out);
     assert.match(out, /lib\/mod\.ts/);
-    assert.match(out, /lib\/store\/sqlite-worker\.ts/);
+    assert.match(out, /lib\/store\/sqlite\/worker\.ts/);
     for (const dir of ['test/', 'bench/', 'scripts/', 'pages/src/']) assert.not.ok(out.includes(ROOT + dir), `${dir} is not published`);
   });
 }

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent } from '../lib/event.ts';
-import { openSqliteStore } from '../lib/store/sqlite.ts';
+import { openSqliteStore } from '../lib/store/sqlite/store.ts';
 
 declare const Deno: { execPath(): string; env: { get(name: string): string | undefined } } | undefined;
 const env = (name: string) => (typeof Deno !== 'undefined' ? Deno.env.get(name) : process.env[name]);

@@ -8,7 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
-import { openSqliteStore } from '../lib/store/sqlite.ts';
+import { openSqliteStore } from '../lib/store/sqlite/store.ts';
 
 const fixture = new URL('../fixtures/legacy-sqlite/', import.meta.url);
 const given = readFileSync(new URL('events.ndjson', fixture), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as StoredEvent);

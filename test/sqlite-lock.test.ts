@@ -13,8 +13,8 @@ import * as assert from 'uvu/assert';
 import { fileURLToPath } from 'node:url';
 import { normalise, type RawEvent } from '../lib/event.ts';
 import { nodeFs } from '../lib/store/fs.ts';
-import { lockDatabase } from '../lib/store/lock.ts';
-import { openSqliteStore } from '../lib/store/sqlite.ts';
+import { lockDatabase } from '../lib/store/sqlite/lock.ts';
+import { openSqliteStore } from '../lib/store/sqlite/store.ts';
 import { runServerToExit, startServer, type RunningServer } from './helpers/server.ts';
 
 declare const Deno: { execPath(): string; env: { get(name: string): string | undefined } } | undefined;

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
-import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
+import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import type { Worker } from 'node:worker_threads';
 import { enumerateCrashStates, type CrashState } from './helpers/crash-states.ts';
@@ -50,10 +50,11 @@ async function recordWorkload(path: string): Promise<LogEntry[]> {
   };
   // Every operation is recorded; a snapshot's rename onto the database file can be held (hooked-fs.ts).
   const hook = new RenameHook(path);
-  const options = { ...quiet, path, now: () => clock, fsModule: hook.module(recordingFsModule(log)), retentionIntervalMs: 20 };
+  const fsModule = hook.module(recordingFsModule(log));
+  const options = { ...quiet, path, now: () => clock, testing: { fs: fsModule }, retentionIntervalMs: 20 };
 
   let worker: Worker | null = null;
-  const a: Store = await openSqliteStore({ ...options, onWorker: (w) => (worker = w) });
+  const a: Store = await openSqliteStore({ ...options, testing: { fs: fsModule, onWorker: (w) => (worker = w) } });
   // Concurrent inserts share fsyncs. The first are 12 h old, for retention below (which prunes the
   // oldest first, in the order received).
   await Promise.all([insert(a, batch(12 * HOUR)), insert(a, batch(12 * HOUR))]);

@@ -13,9 +13,9 @@ import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
 import { nodeFs } from '../lib/store/fs.ts';
-import { decodeManifest, encodeManifest, readManifest, readSegment, type Manifest } from '../lib/store/seal.ts';
-import { loadSqlJs } from '../lib/store/sqljs.ts';
-import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
+import { decodeManifest, encodeManifest, readManifest, readSegment, type Manifest } from '../lib/store/sqlite/manifest.ts';
+import { loadSqlJs } from '../lib/store/sqlite/sqljs.ts';
+import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { RenameHook } from './helpers/hooked-fs.ts';
 
@@ -437,7 +437,7 @@ test('segments sealed before project statistics: a project\'s stats read their r
   const newestManifest = manifests.reduce((a, b) => (Number(/seg-(\d+)\./.exec(a)![1]) > Number(/seg-(\d+)\./.exec(b)![1]) ? a : b));
   const hook = new RenameHook(newestManifest);
   hook.arm();
-  const { store: upgraded, logs } = await open(path, () => now, { sealEvents: 60, fsModule: hook.module() });
+  const { store: upgraded, logs } = await open(path, () => now, { sealEvents: 60, testing: { fs: hook.module() } });
   await hook.held();
   assert.is(((await upgraded.health()).segments as { projectsPending: number }).projectsPending, (await segmentsOf(upgraded)).sealed);
   await check(upgraded, 'read from rows');

@@ -9,9 +9,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
-import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
-import type { ThreadMemory } from '../lib/store/sqlite-protocol.ts';
-import { databaseFile, growFile, loadSqlJs, readDatabaseFile } from '../lib/store/sqljs.ts';
+import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite/store.ts';
+import type { ThreadMemory } from '../lib/store/sqlite/protocol.ts';
+import { databaseFile, growFile, loadSqlJs, readDatabaseFile } from '../lib/store/sqlite/sqljs.ts';
 import type { Store } from '../lib/store/types.ts';
 import type { Worker } from 'node:worker_threads';
 import { RenameHook, SIMULATED_CRASH } from './helpers/hooked-fs.ts';
@@ -221,6 +221,16 @@ test('crash: acknowledged events are in the journal and replayed (no snapshot wa
   assert.is((await after.health()).journalBytes, 0);
 });
 
+test('retention while running: a pruned event sent again is stored again (the worker tells the main thread which keys went)', async () => {
+  const { store } = await open(join(tempDir(), 'watchtower.sqlite'), { maxEvents: 20, now: () => NOW });
+  const events = mixed(30).reverse();
+  for (let i = 0; i < 30; i += 5) await store.insert(events.slice(i, i + 5));
+  // A read is answered after the prune that followed the inserts, and after the keys it removed.
+  assert.is((await store.health()).eventCount, 20);
+  assert.is((await store.insert([events[29], events[0]])).length, 1, 'a kept event is a duplicate, a pruned one is new');
+  await store.close();
+});
+
 test('start-up applies retention, by count and by age, to the events it replays (their rows are written after it), and its dedupe holds them', async () => {
   const dir = tempDir();
   const { store } = await open(join(dir, 'watchtower.sqlite'));
@@ -296,7 +306,7 @@ test('snapshot interrupted before the rename: the old snapshot is intact, the te
   const dir = tempDir();
   const path = join(dir, 'watchtower.sqlite');
   const hook = new RenameHook(path);
-  const { store } = await open(path, { fsModule: hook.module() });
+  const { store } = await open(path, { testing: { fs: hook.module() } });
   const events = mixed(8);
   await store.insert(events.slice(0, 4));
   await store.flush();
@@ -465,7 +475,7 @@ test('a database worker that dies: operations answer StoreUnavailableError inste
   const path = join(dir, 'watchtower.sqlite');
   let worker: Worker | null = null;
   const hook = new RenameHook(path);
-  const { store, logs } = await open(path, { onWorker: (w) => (worker = w), fsModule: hook.module() });
+  const { store, logs } = await open(path, { testing: { onWorker: (w) => (worker = w), fs: hook.module() } });
   const events = mixed(10);
   await store.insert(events.slice(0, 5));
   // Stop the worker in the middle of a snapshot: its temp file written, the rename held.

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMemoryStore } from '../lib/store/memory.ts';
-import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite.ts';
+import { openSqliteStore, type SqliteStoreOptions } from '../lib/store/sqlite/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { storeContract } from './store-contract.ts';
 

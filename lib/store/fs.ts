@@ -18,7 +18,7 @@
 //   its final name atomically (the database snapshot today; sealed segments and a catalog rewritten
 //   in place the same way);
 // - `writeNewFile` then a link: a file that must appear whole or not at all under a name that
-//   may not be taken (the lock file, lock.ts);
+//   may not be taken (the lock file, sqlite/lock.ts);
 // - `removeGradually`: deletions, which need not be durable (see there).
 import { link, mkdir, open, readdir, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -47,7 +47,7 @@ export interface StoreFs {
   list(dir: string): Promise<string[]>;
   /**
    * A whole file's bytes, or null when there is no such file. `alloc(size)` supplies the storage
-   * (the database is read into a resizable buffer, see sqljs.ts).
+   * (the database is read into a resizable buffer, see sqlite/sqljs.ts).
    */
   read(path: string, alloc?: (size: number) => Uint8Array): Promise<Uint8Array | null>;
   /** The first `length` bytes of a file (all of them when it is shorter), or null when there is no such file. */
@@ -254,9 +254,9 @@ export async function removeGradually(fs: StoreFs, path: string, slice = 16 << 2
 /**
  * Test seam: where a store's StoreFs comes from when it is not node:fs. A module, by URL, exporting
  * `createStoreFs(data)` (which may be async): the database worker cannot be handed an object, so
- * each thread loads it (`data` is copied to the worker as a message is; a SharedArrayBuffer in it
- * is shared). This is how tests watch or hold the worker's file operations: the messages between
- * the threads carry no test hooks.
+ * each thread loads it (`data` is copied to the worker as its start data is; a SharedArrayBuffer in
+ * it is shared). This is how tests watch or hold the worker's file operations; the sqlite store
+ * takes it as `testing.fs`, and the messages between the threads carry no test hooks.
  */
 export interface StoreFsModule {
   url: string;

@@ -30,7 +30,7 @@ export class RenameHook {
 
   constructor(readonly path: string) {}
 
-  /** The StoreFs module to give the store (`fsModule`); `inner` supplies the operations (default node:fs). */
+  /** The StoreFs module to give the store (`testing.fs`); `inner` supplies the operations (default node:fs). */
   module(inner?: StoreFsModule): StoreFsModule {
     return { url: import.meta.url, data: { path: this.path, shared: this.shared, inner } };
   }

@@ -1,6 +1,6 @@
 // A StoreFs (lib/store/fs.ts) that does what node:fs does and records every operation that changes
 // files, with the bytes written, so a test can replay them: a store opened with
-// `fsModule: recordingFsModule(log)` records on its main thread and on its database worker alike.
+// `testing: { fs: recordingFsModule(log) }` records on its main thread and on its database worker alike.
 //
 // One log for both threads, in one order: the log is a SharedArrayBuffer (shared with the worker
 // through the store's init message). Each entry takes the next sequence number with Atomics once

@@ -1,7 +1,7 @@
 // Store factories beyond memory, for suites that run against every store.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { openSqliteStore } from '../../lib/store/sqlite.ts';
+import { openSqliteStore } from '../../lib/store/sqlite/store.ts';
 import type { Store } from '../../lib/store/types.ts';
 import { openFreshPostgresStore, unavailableReason } from './postgres.ts';
 

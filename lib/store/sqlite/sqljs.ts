@@ -20,7 +20,7 @@ import { createRequire } from 'node:module';
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Database, SqlJsStatic } from 'sql.js';
-import { nodeFs, type StoreFs } from './fs.ts';
+import { nodeFs, type StoreFs } from '../fs.ts';
 
 /**
  * sql.js 1.16.0's write to a file (`a.Ua` its bytes, `a.Wa` the bytes used, `g` the size needed;

@@ -5,7 +5,7 @@
 // place. One JSON document per line: a crash can only tear the last line of the last segment.
 // Every file operation goes through a StoreFs (fs.ts).
 import { basename, dirname, join } from 'node:path';
-import { createFile, removeGradually, type StoreFile, type StoreFs } from './fs.ts';
+import { createFile, removeGradually, type StoreFile, type StoreFs } from '../fs.ts';
 
 export type JournalEntry =
   | { e: Record<string, unknown> }

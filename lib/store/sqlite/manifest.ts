@@ -23,10 +23,10 @@
 import { Buffer } from 'node:buffer';
 import { promisify } from 'node:util';
 import { gunzip as gunzipCb, gzip as gzipCb } from 'node:zlib';
-import type { LiveWindowState } from '../live-window.ts';
-import type { AppUser } from './types.ts';
-import { renameDurably, writeNewFile, type StoreFs } from './fs.ts';
-import type { SegmentBounds } from './segment-cache.ts';
+import type { LiveWindowState } from '../../live-window.ts';
+import type { AppUser } from '../types.ts';
+import { renameDurably, writeNewFile, type StoreFs } from '../fs.ts';
+import { concat } from '../../bytes.ts';
 
 const gzip = promisify(gzipCb);
 const gunzip = promisify(gunzipCb);
@@ -35,6 +35,18 @@ export const segmentFile = (dbPath: string, id: number) => `${dbPath}.seg-${id}.
 export const manifestFile = (dbPath: string, id: number) => `${dbPath}.seg-${id}.manifest`;
 /** Matches a segment's files beside the database (group 1: id, group 2: kind). */
 export const segmentName = (dbBase: string) => new RegExp(`^${dbBase.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.seg-(\\d+)\\.(sqlite\\.gz|manifest)$`);
+
+/** What a sealed segment's manifest says of it, and reads and retention select segments by. */
+export interface SegmentBounds {
+  id: number;
+  count: number;
+  minSeq: number;
+  maxSeq: number;
+  minReceived: number;
+  maxReceived: number;
+  /** The segment database's size before gzip: what it takes in memory once open. */
+  bytes: number;
+}
 
 /** An owner's share of a sealed segment, or one project's share of it. */
 export interface ScopeParts {
@@ -121,16 +133,6 @@ function frame(sections: Uint8Array[]): Uint8Array {
     out.set(b, at);
     at += b.byteLength;
   });
-  return out;
-}
-
-function concat(chunks: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(chunks.reduce((n, b) => n + b.byteLength, 0));
-  let at = 0;
-  for (const b of chunks) {
-    out.set(b, at);
-    at += b.byteLength;
-  }
   return out;
 }
 
@@ -257,8 +259,8 @@ export async function readManifest(fs: StoreFs, dbPath: string, id: number, want
  * written to disk.
  */
 export async function writeSegment(fs: StoreFs, dbPath: string, database: Uint8Array, manifest: Manifest): Promise<number> {
-  // Level 1: half the CPU of level 6 (0.6 s against 1.1 s for 150k events), which ingest
-  // shares two cores with, for ~20% more bytes (121 against 100 B per event).
+  // Level 1: about half the CPU of level 6, which ingest shares the cores with, for ~20% more
+  // bytes (BENCHMARKS.md, sqlite store's constants).
   const packed = await gzip(database, { level: 1, chunkSize: 4 << 20 });
   const segTmp = `${segmentFile(dbPath, manifest.id)}.tmp`;
   await writeNewFile(fs, segTmp, packed, 2 << 20);

@@ -2,8 +2,9 @@
 // what the columns cannot give back (appName, url, route, data, custom fields, and any field whose
 // value differs from its column): the full JSON of every event doubled the database, which sql.js
 // holds in memory and copies on every snapshot.
-import type { StoredEvent } from '../event.ts';
-import { withinDepth } from '../shape.ts';
+import type { StoredEvent } from '../../event.ts';
+import { rollupRow, type RollupRow } from '../../rollup/hour.ts';
+import { withinDepth } from '../../shape.ts';
 
 /** Column values of one row without metadata, in the order of ROW_COLUMNS. */
 export type ColValues = [id: string, type: string, timestamp: string, received_at: string, user_id: string,
@@ -69,3 +70,49 @@ export function eventFromRow(v: RowValues): StoredEvent {
 // The owner column holds '' for "no owner" (NOT NULL, read back as null): the owner key of the
 // main thread's dedupe and of the worker's start-up, where anonymous events are deduped too.
 export const ownerKey = (userId: string | null) => userId ?? '';
+
+/**
+ * The columns rollups and live windows are kept from (rowFrom reads them): the whole event, since
+ * breakdowns and vitals read its client, referrer and data.
+ */
+export const TRACK_COLUMNS = `seq, ${ROW_COLUMNS}`;
+
+export interface TrackedRow { seq: number; owner: string; row: RollupRow; e: StoredEvent }
+
+/** A row of TRACK_COLUMNS as rollups and live windows take it. */
+export function rowFrom(v: unknown[]): TrackedRow {
+  const e = eventFromRow(v.slice(1) as RowValues);
+  return { seq: v[0] as number, owner: ownerKey(e.user_id), row: rollupRow(e), e };
+}
+
+/**
+ * A row as it is written: column values and metadata, not the event. Rows wait in the hot tail for
+ * milliseconds to seconds, long enough to leave V8's young generation; holding the parsed events
+ * (three times the bytes, and object graphs to trace) grew the worker's heap by ~50 MiB at 4M events.
+ */
+export interface TailRow {
+  /** The segment whose database the row goes to. */
+  segment: number;
+  seq: number;
+  /** Column values (ColValues order) and metadata, as SegmentDb writes and reads them. */
+  cols: ColValues;
+  metadata: string;
+  projectId: string | undefined;
+}
+
+/** The row of a stored event, to be written to segment `segment` with `seq`, and its rollup row. */
+export function tailRow(e: StoredEvent, segment: number, seq: number): { tail: TailRow; row: RollupRow } {
+  const receivedMs = Date.parse(e.receivedAt);
+  const received = Number.isFinite(receivedMs) ? new Date(receivedMs).toISOString() : String(e.receivedAt);
+  const cols: ColValues = [
+    e.id, e.type, e.timestamp, received, ownerKey(e.user_id), e.sessionId || null, e.deployVersion ?? null,
+    e.page_url ?? null, e.source ?? null, e.message ?? null, e.severity ?? null,
+  ];
+  return { tail: { segment, seq, cols, metadata: metadataOf(e, cols), projectId: e.projectId }, row: rollupRow(e, receivedMs) };
+}
+
+/** A TailRow read back as a segment's database reads its rows. */
+export const eventOfTail = (r: TailRow): StoredEvent => eventFromRow([...r.cols, r.metadata]);
+
+/** A TailRow read back as SegmentDb.track reads a row (rowFrom). */
+export const trackedOfTail = (r: TailRow): TrackedRow => rowFrom([r.seq, ...r.cols, r.metadata]);

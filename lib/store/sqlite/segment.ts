@@ -1,24 +1,22 @@
 // The read side of one segment's database (sql.js), hot or sealed: pages of rows by seq, rows of a
-// receive-time span as rollup rows, one event by id. The worker (sqlite-worker.ts) reads across
-// segments by asking each in seq order; the hot segment adds inserts and retention on top.
+// receive-time span as rollup rows, one event by id. The worker reads across segments by asking
+// each in seq order, through SegmentReader (the hot segment's reader adds the rows still in the
+// tail, hot-tail.ts); the hot segment adds inserts and retention on top.
 import type { Database, Statement } from 'sql.js';
-import type { StoredEvent } from '../event.ts';
-import { rollupRow, type RollupRow } from '../rollup/hour.ts';
-import { isoBounds } from './filter.ts';
-import { ROW_COLUMNS, eventFromRow, ownerKey, type RowValues } from './sqlite-row.ts';
-import type { TailRow } from './hot-tail.ts';
-import type { RowsQuery } from './sqlite-protocol.ts';
+import type { StoredEvent } from '../../event.ts';
+import { errorFilter, rowFilter } from './row-filter.ts';
+import { ROW_COLUMNS, TRACK_COLUMNS, eventFromRow, rowFrom, type RowValues, type TailRow, type TrackedRow } from './row.ts';
+import type { RowsQuery } from './protocol.ts';
 
 /**
  * A segment's tables. Databases made before the rollups also have route_key, duration, ttfb and
  * rating columns (statistics were SQL over them then); nothing reads or writes them any more, and
- * binding them cost every insert. Every index costs on each insert: indexes by (user, type) and
- * (user, version) took 55% of the time of inserting 100k events, so they are gone (dropped from
- * databases that had them); a filter by type or version walks the user's rows in seq order and
- * checks the column, which a segment of at most 50k events bounds. The unique (user, id) index made
- * a replay idempotent; the worker's start-up now skips what the snapshot holds by a set of its
- * keys (an insert 8% cheaper, a segment 11% smaller). The received-time index stays: a range's
- * partial hours are read from the rows on every stats request with a range.
+ * binding them cost every insert. Every index costs on each insert, so there are only two (see
+ * docs/architecture.md, Indexes): by user (pages in seq order; a filter by type or version walks
+ * the user's rows and checks the column, which a segment's bound on its events keeps short) and by
+ * (user, received time), which the partial hours of every stats range read. The indexes by type and
+ * version and the unique (user, id) index are dropped from databases that have them: start-up
+ * keeps the snapshot's keys in a set to replay idempotently instead.
  */
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (
@@ -50,19 +48,6 @@ CREATE TABLE IF NOT EXISTS users (
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 `;
 
-/**
- * The columns rollups and live windows are kept from (rowFrom reads them): the whole event, since
- * breakdowns and vitals read its client, referrer and data.
- */
-export const TRACK_COLUMNS = `seq, ${ROW_COLUMNS}`;
-
-export interface TrackedRow { seq: number; owner: string; row: RollupRow; e: StoredEvent }
-
-export function rowFrom(v: unknown[]): TrackedRow {
-  const e = eventFromRow(v.slice(1) as RowValues);
-  return { seq: v[0] as number, owner: ownerKey(e.user_id), row: rollupRow(e), e };
-}
-
 /** Rows of one owner for SegmentDb.track. */
 export interface TrackQuery {
   userId: string;
@@ -78,23 +63,28 @@ export interface TrackQuery {
   projectId?: string;
 }
 
-/**
- * A project filter. The project lives in the row's metadata JSON, with the fields no column holds:
- * every segment has it there, those sealed before projects existed included, and a column would
- * cost each insert a bind that only project filters use. Filters by project walk the owner's rows
- * as type filters do.
- */
-const PROJECT_IS = "json_extract(metadata, '$.projectId') = ?";
+/** The row filter of a TrackQuery. */
+export const trackBounds = (q: TrackQuery) => ({ userId: q.userId, type: q.type, projectId: q.projectId, since: q.start, until: q.end });
 
 export interface SeqRows {
   events: StoredEvent[];
   seqs: number[];
 }
 
+/** What reads ask of a segment, hot or sealed. */
+export interface SegmentReader {
+  /** Up to `limit` rows of the filter, by seq in the query's order. */
+  rows(q: RowsQuery, limit: number): SeqRows;
+  /** Error rows of identified owners with seq in (after, upTo], oldest first, at most `limit`. */
+  errors(after: number, upTo: number, limit: number): SeqRows;
+  /** The owner's rows received in [start, end), by seq; `each` sees every one and may stop (false). */
+  track(q: TrackQuery, each: (r: TrackedRow) => boolean | void): void;
+}
+
 const INSERT = `INSERT INTO events (seq, id, type, timestamp, source, session_id, page_url, message, severity, app_version,
   metadata, received_at, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
-export class SegmentDb {
+export class SegmentDb implements SegmentReader {
   private stmts = new Map<string, Statement>();
 
   constructor(readonly db: Database) {}
@@ -135,26 +125,10 @@ export class SegmentDb {
    * type, version and received_at on each row.
    */
   rows(q: RowsQuery, limit: number): SeqRows {
-    const { since, until } = isoBounds(q);
-    const where = ['user_id = ?'];
-    const params: (string | number)[] = [q.userId];
-    const add = (cond: string, value: string | number | undefined) => {
-      if (value === undefined) return;
-      where.push(cond);
-      params.push(value);
-    };
-    add('type = ?', q.type);
-    add('app_version = ?', q.version);
-    add(PROJECT_IS, q.projectId);
-    add('received_at >= ?', since);
-    add('received_at < ?', until);
-    add('seq < ?', q.beforeSeq);
-    add('seq > ?', q.afterSeq);
-    add('seq <= ?', q.maxSeq);
-    params.push(limit);
+    const { where, params } = rowFilter(q);
     // INDEXED BY: sql.js's planner otherwise may pick the (user_id, id) index and sort the user's rows.
-    return this.seqRows(`SELECT seq, ${ROW_COLUMNS} FROM events INDEXED BY events_user WHERE ${where.join(' AND ')} ` +
-      `ORDER BY seq ${q.order === 'newest' ? 'DESC' : 'ASC'} LIMIT ?`, params);
+    return this.seqRows(`SELECT seq, ${ROW_COLUMNS} FROM events INDEXED BY events_user WHERE ${where} ` +
+      `ORDER BY seq ${q.order === 'newest' ? 'DESC' : 'ASC'} LIMIT ?`, [...params, limit]);
   }
 
   /**
@@ -162,8 +136,8 @@ export class SegmentDb {
    * processing's feed across owners. Walks the seq key, so it costs the rows it passes.
    */
   errors(after: number, upTo: number, limit: number): SeqRows {
-    return this.seqRows(`SELECT seq, ${ROW_COLUMNS} FROM events WHERE seq > ? AND seq <= ? AND type = 'error' AND user_id <> '' ORDER BY seq LIMIT ?`,
-      [after, Math.min(upTo, Number.MAX_SAFE_INTEGER), limit]);
+    const { where, params } = errorFilter(after, Math.min(upTo, Number.MAX_SAFE_INTEGER));
+    return this.seqRows(`SELECT seq, ${ROW_COLUMNS} FROM events WHERE ${where} ORDER BY seq LIMIT ?`, [...params, limit]);
   }
 
   /** The events and seqs a `SELECT seq, ROW_COLUMNS` statement answers. */
@@ -190,20 +164,9 @@ export class SegmentDb {
    * reader that stops early read only the rows it takes.
    */
   track(q: TrackQuery, each: (r: TrackedRow) => boolean | void): void {
-    const { since, until } = isoBounds({ since: q.start, until: q.end });
-    const where = ['user_id = ?'];
-    const params: string[] = [q.userId];
-    const add = (cond: string, value: string | undefined) => {
-      if (value === undefined) return;
-      where.push(cond);
-      params.push(value);
-    };
-    add('type = ?', q.type);
-    add(PROJECT_IS, q.projectId);
-    add('received_at >= ?', since);
-    add('received_at < ?', until);
+    const { where, params } = rowFilter(trackBounds(q));
     const index = q.via === 'seq' ? 'events_user' : 'events_user_received';
-    const s = this.statement(`SELECT ${TRACK_COLUMNS} FROM events INDEXED BY ${index} WHERE ${where.join(' AND ')} ORDER BY seq ${q.order}`);
+    const s = this.statement(`SELECT ${TRACK_COLUMNS} FROM events INDEXED BY ${index} WHERE ${where} ORDER BY seq ${q.order}`);
     s.bind(params);
     try {
       while (s.step()) if (each(rowFrom(s.get())) === false) break;

@@ -3,19 +3,8 @@
 // open ones fit the memory budget (SERVICE_CACHE_MB); past it the least recently used go. A segment
 // still being written is never closed: it has no file to come back from yet. Reads are handled one
 // at a time by the worker and use each database right after opening it, so nothing else can be in use.
+import type { SegmentBounds } from './manifest.ts';
 import type { SegmentDb } from './segment.ts';
-
-/** What a sealed segment's manifest says of it, and reads and retention select segments by. */
-export interface SegmentBounds {
-  id: number;
-  count: number;
-  minSeq: number;
-  maxSeq: number;
-  minReceived: number;
-  maxReceived: number;
-  /** The segment database's size before gzip: what it takes in memory once open. */
-  bytes: number;
-}
 
 export interface SealedSegment extends SegmentBounds {
   /** Owners with events in it. */

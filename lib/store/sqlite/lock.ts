@@ -27,7 +27,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import process from 'node:process';
-import { errorCode, writeNewFile, type StoreFs } from './fs.ts';
+import { errorCode, writeNewFile, type StoreFs } from '../fs.ts';
 
 /** Another process holds the database. */
 export class DatabaseLockedError extends Error {

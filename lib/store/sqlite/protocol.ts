@@ -1,12 +1,13 @@
-// The messages between the sqlite store's main thread (sqlite.ts) and its database worker
-// (sqlite-worker.ts). Every request is answered in the order sent (see sqlite.ts).
+// The messages between the sqlite store's main thread (client.ts sends them) and its database
+// worker (worker.ts handles them), named as the commands they are. Every request is answered in
+// the order sent (docs/architecture.md, SQLite store). No test hook travels here (options.ts:
+// SqliteTesting).
 import { memoryUsage } from 'node:process';
-import type { StoredEvent } from '../event.ts';
-import type { StatsRange } from '../stats.ts';
+import type { StoredEvent } from '../../event.ts';
+import type { StatsRange } from '../../stats.ts';
 import type { SegmentFilter } from './dedupe.ts';
-import type { StoreFsModule } from './fs.ts';
-import type { Manifest } from './seal.ts';
-import type { ErrorScanQuery, EventFilter } from './types.ts';
+import type { Manifest } from './manifest.ts';
+import type { ErrorScanQuery, EventFilter } from '../types.ts';
 
 export interface InitArgs {
   path: string;
@@ -19,8 +20,6 @@ export interface InitArgs {
   cacheBytes: number;
   /** Snapshots of a database up to this size write a copy (see SqliteStoreOptions). */
   snapshotCopyBytes: number;
-  /** Where the file operations come from; node:fs when absent. */
-  fs?: StoreFsModule;
 }
 
 export interface InitResult {
@@ -92,40 +91,43 @@ export interface RowsResult {
   maxSeq: number;
 }
 
-export type Request =
-  | { op: 'init'; args: InitArgs }
+export type WorkerRequest =
+  /** Start-up (worker/recovery.ts): answers with what the main thread needs to take over. */
+  | { op: 'open'; args: InitArgs }
   /** Journal lines (entries the main thread decided are new), applied in order. */
   | { op: 'apply'; lines: string; now: number }
-  | { op: 'rows'; query: RowsQuery }
+  /** A page of list or a batch of export. */
+  | { op: 'readRows'; query: RowsQuery }
   /** Store.scanErrors. */
-  | { op: 'errors'; query: ErrorScanQuery }
-  | { op: 'stats'; userId: string; now: number; range?: StatsRange; projectId?: string }
-  | { op: 'getUser'; idpUserId: string }
-  | { op: 'health' }
+  | { op: 'scanErrors'; query: ErrorScanQuery }
+  | { op: 'readStats'; userId: string; now: number; range?: StatsRange; projectId?: string }
+  | { op: 'readUser'; idpUserId: string }
+  | { op: 'readHealth' }
+  /** Retention by age and count, a bounded batch. */
   | { op: 'prune'; now: number }
   /** Answers once every event applied before it has its row in its segment's database. */
-  | { op: 'written' }
+  | { op: 'drainTail' }
   /** Export now; the database holds exactly the journal segments up to `covered`. */
   | { op: 'snapshot'; covered: number; reason: string; now: number }
   /**
-   * Seal the hot segment, which holds exactly the journal segments up to `covered`; answers with
-   * what the main thread writes (null: it was empty).
+   * Seal step 2: seal the hot segment, which holds exactly the journal segments up to `covered`;
+   * answers with what the main thread writes (null: it was empty).
    */
   | { op: 'seal'; covered: number; reason: string; now: number }
-  /** The segment and its manifest are durable: replace `<db>`, drop the covered journal. */
-  | { op: 'sealed'; segment: number; covered: number; diskBytes: number; now: number }
+  /** Seal step 4: the segment and its manifest are durable: replace `<db>`, drop the covered journal. */
+  | { op: 'finishSeal'; segment: number; covered: number; diskBytes: number; now: number }
   | { op: 'close' };
 
-export type ToWorker = { id: number; req: Request };
+export type ToWorker = { id: number; req: WorkerRequest };
 
 export type FromWorker =
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: { name: string; message: string; path?: string } }
   | { log: string }
-  /** Rows retention removed from the hot segment, as owner, id, owner, id, …: the main thread forgets their keys. */
-  | { pruned: string[] }
-  /** Sealed segments retention dropped: their key filters go. */
-  | { dropped: number[] };
+  /** Retention removed these rows from the hot segment (owner, id, owner, id, …): forget their keys. */
+  | { forgetKeys: string[] }
+  /** Retention dropped these sealed segments: drop their key filters. */
+  | { dropFilters: number[] };
 
 /** Where the worker posts its messages: its parentPort (a MessagePort in tests). */
 export interface AnswerPort {
