@@ -12,9 +12,12 @@
 // and a stale entry is never read: the statement sends the rows of that minute again instead.
 import { encodePart, FrozenHour } from '../../../rollup/codec.ts';
 import { HourRollup, rollupRow, type RollupPart } from '../../../rollup/hour.ts';
-import type { EdgeEvent } from './edge-rows.ts';
+import type { StoredEvent } from '../../../event.ts';
 
 export const MINUTE_MS = 60_000;
+
+/** One event of an edge; `row` when it was read from watchtower_events (not from a block). */
+export interface EdgeEvent { event: StoredEvent; seq: bigint; row: boolean }
 /** Minutes kept per user and scope: two edges of at most 59 whole minutes each, with room. */
 const MINUTES_PER_GROUP = 180;
 

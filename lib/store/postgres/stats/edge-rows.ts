@@ -7,14 +7,12 @@ import type postgres from 'postgres';
 import type { StoredEvent } from '../../../event.ts';
 import { blockEvents } from '../reads/owner.ts';
 import { pgArray } from '../sql.ts';
-import { MINUTE_MS } from './edge-minutes.ts';
+import { MINUTE_MS, type EdgeEvent } from './edge-minutes.ts';
 import type { StatsQuery } from './plan.ts';
 
 /** Events a page: about 3 MB of JSON. */
 export const EDGE_PAGE = 5000;
 
-/** One event of an edge; `row` when it was read from watchtower_events (not from a block). */
-export interface EdgeEvent { event: StoredEvent; seq: bigint; row: boolean }
 
 /**
  * The spans minus the whole minutes in `skip` (those whose rollup the caller holds), as the
