@@ -193,7 +193,7 @@ function frameItem(f: SymbolicatedFrame): HTMLElement {
 }
 
 // Last, once every declaration above is initialised (the module awaits at its top level).
-if (await signedIn()) {
+if (await signedIn('issues')) {
   const id = params.get('id');
   await (id ? showIssue(id) : showList()).then(showPage, (err) => showFailure('Issues', err));
 }
