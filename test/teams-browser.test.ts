@@ -155,6 +155,12 @@ function register() {
     assert.is(option, 'Team shop (shared, member)');
     assert.equal((await member.locator('#topbar nav a').allTextContents()), ['Dashboard', 'Issues', 'Alerts', 'Projects']);
 
+    // The member triages the shared project's issue; its page shows who changed the status.
+    await member.goto(`${server.url}/issues/?project=${projectId}`);
+    await member.locator('[data-issue] .issue-title').click();
+    await member.locator('[data-action=resolve]').click();
+    await member.locator('.status-history li', { hasText: `${memberLogin}: unresolved → resolved` }).waitFor();
+
     // The share link, in a context nobody signed in to.
     const visitor = await (await newContext()).newPage();
     await visitor.goto(shareUrl);
