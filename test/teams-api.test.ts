@@ -143,6 +143,23 @@ test('share link: rate-limited per token', async () => {
   assert.is((await json('GET', `/api/shared/${other}/stats`, null)).status, 200, 'another link has its own budget');
 });
 
+test('alert rules on a shared project: members make them, change their own; admins change any; they watch the project', async () => {
+  const { json, project } = await team();
+  const rule = { on: 'new_issue', project: project.id, email: 'team@example.com' };
+  assert.is((await json('POST', '/api/alerts', 'vic', rule)).status, 403, 'a viewer keeps no rules');
+  const bobs = (await json('POST', '/api/alerts', 'bob', rule)).body.alert;
+  assert.is(bobs.createdBy, 'bob');
+  const alices = (await json('POST', '/api/alerts', 'alice', rule)).body.alert;
+  assert.is(alices.createdBy, undefined, 'the owner\'s own rule');
+  const listed = await json('GET', `/api/alerts?project=${project.id}`, 'bob');
+  assert.equal(listed.body.alerts.map((a: { id: string }) => a.id).sort(), [alices.id, bobs.id].sort());
+  assert.is((await json('PATCH', `/api/alerts/${bobs.id}?project=${project.id}`, 'bob', { enabled: false })).status, 200);
+  assert.is((await json('PATCH', `/api/alerts/${alices.id}?project=${project.id}`, 'bob', { enabled: false })).status, 403);
+  assert.is((await json('PATCH', `/api/alerts/${bobs.id}?project=${project.id}`, 'bob', { project: '1' })).status, 400, 'a rule stays on its project');
+  assert.is((await json('DELETE', `/api/alerts/${bobs.id}?project=${project.id}`, 'ada')).status, 200, 'an admin changes any');
+  assert.is((await json('GET', `/api/alerts?project=${project.id}`, 'mallory')).status, 404);
+});
+
 test('ownership: only the owner transfers or deletes; the old owner becomes admin; the events stay where they were', async () => {
   const { send, json, project } = await team();
   await send('POST', `/api/events?key=${project.key}`, { body: { events: [{ type: 'pageload', id: 'kept' }] } });

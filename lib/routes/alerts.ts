@@ -1,24 +1,32 @@
 // POST/GET /api/alerts, PATCH/DELETE /api/alerts/:id, POST /api/alerts/:id/test (docs/api.md#alerts).
 // Rules on a shared project (members and up, `?project=<id>`) are kept under the project's events'
-// owner, so they are evaluated against the project's events like the owner's own rules.
+// owner, so they are evaluated against the project's events like the owner's own rules. A member
+// changes the rules they made; an admin or the owner, any rule of the project.
 import { parseJson, readBody } from '../body.ts';
 import { isPlainObject } from '../event.ts';
 import { HttpError, json, type JsonReply } from '../http.ts';
-import { readScope, requireUser, type Context, type RouteRequest } from '../context.ts';
+import { atLeast } from '../teams/access.ts';
+import { readScope, requireUser, type Context, type ReadScope, type RouteRequest } from '../context.ts';
 
 const body = async (request: Request) => parseJson(await readBody(request, 16 * 1024));
 
 /** Whose rules a request works on, and the one project it is held to (with `?project=<id>`). */
-async function scope(request: Request, ctx: Context): Promise<{ owner: string; projectId?: string }> {
+async function scope(request: Request, ctx: Context): Promise<ReadScope> {
   const userId = await requireUser(ctx, request);
   return readScope(ctx, userId, new URL(request.url).searchParams, 'alerts');
 }
 
-/** The rule's id, when it is one of the scope's rules (any of the owner's, or the project's only). */
-async function ruleIn(ctx: Context, where: { owner: string; projectId?: string }, id: string): Promise<string> {
+/**
+ * The rule's id, when the scope may change it: any of the owner's own rules; on a project, one of
+ * the project's rules, made by the asker unless they are an admin or the owner (else 403).
+ */
+async function ruleIn(ctx: Context, where: ReadScope, id: string): Promise<string> {
   if (where.projectId !== undefined) {
-    const rules = await ctx.monitor.alerts.list(where.owner);
-    if (!rules.some((r) => r.id === id && r.project === where.projectId)) throw new HttpError(404, 'not_found', `No alert rule ${id}`);
+    const rule = (await ctx.monitor.alerts.list(where.owner)).find((r) => r.id === id && r.project === where.projectId);
+    if (!rule) throw new HttpError(404, 'not_found', `No alert rule ${id}`);
+    const access = where.access!;
+    const madeBy = rule.createdBy ?? where.owner;
+    if (!atLeast(access.role, 'admin') && madeBy !== access.userId) throw new HttpError(403, 'forbidden', 'A member changes only the alert rules they made; admins change any');
   }
   return id;
 }
@@ -37,7 +45,7 @@ export async function createAlert(request: Request, ctx: Context): Promise<JsonR
   const project = isPlainObject(input) && typeof input.project === 'string' && /^\d{1,20}$/.test(input.project) ? input.project : null;
   const shared = project === null ? null : await ctx.teams.roleOf(userId, project);
   const owner = shared ? (await ctx.teams.access(userId, project!, 'alerts')).owner : userId;
-  return json({ alert: await ctx.monitor.alerts.create(owner, input) }, 201);
+  return json({ alert: await ctx.monitor.alerts.create(owner, input, userId) }, 201);
 }
 
 export async function updateAlert(request: RouteRequest, ctx: Context): Promise<JsonReply> {

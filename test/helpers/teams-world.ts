@@ -52,7 +52,8 @@ export async function buildWorld(send: Send, tag: string, flush: () => Promise<v
   });
   await flush();
   const issues = await call('GET', `/api/issues?project=${project.id}`, users.owner);
-  const alert = await call('POST', '/api/alerts', users.owner, { on: 'new_issue', project: project.id, email: `alerts-${tag}@example.com` });
+  // Made by the member: a member changes the rules they made (admins and the owner, any).
+  const alert = await call('POST', '/api/alerts', users.member, { on: 'new_issue', project: project.id, email: `alerts-${tag}@example.com` });
   const invitation = await call('POST', `/api/projects/${project.id}/invitations`, users.owner, { role: 'viewer' });
   const share = await call('POST', `/api/projects/${project.id}/shares`, users.owner, {});
   return {
