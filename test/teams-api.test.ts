@@ -108,6 +108,19 @@ test('invitations through the API: 201 with a link, shown for the accept page, a
   assert.equal(members.body.members.map((m: { userId: string; role: string }) => `${m.userId}:${m.role}`), ['alice:owner', 'bob:member', 'vic:viewer', 'ada:admin', 'eve:member']);
 });
 
+test('an invitation with an e-mail address is also sent by e-mail when mail is configured', async () => {
+  const sent: { to: string[]; subject: string; text: string }[] = [];
+  const { send, as } = app({ monitoring: { mailer: { send: async (m) => void sent.push(m) } } });
+  const project = await (await send('POST', '/api/projects', { headers: as('alice'), body: { name: 'shop' } })).json();
+  const made = await (await send('POST', `/api/projects/${project.id}/invitations`, { headers: as('alice'), body: { role: 'viewer', email: 'eve@example.com' } })).json();
+  await new Promise((r) => setTimeout(r, 10));
+  assert.equal(sent.map((m) => m.to), [['eve@example.com']]);
+  assert.match(sent[0].subject, /shop/);
+  assert.ok(sent[0].text.includes(made.url), 'the mail carries the link');
+  await send('POST', `/api/projects/${project.id}/invitations`, { headers: as('alice'), body: { role: 'viewer' } });
+  assert.is(sent.length, 1, 'no address, no mail');
+});
+
 test('share link: the stats match the owner\'s for the same range; events, export, issues and streams refuse the token', async () => {
   const { send, json, project } = await team();
   await send('POST', `/api/events?key=${project.key}`, { body: { events: [{ type: 'pageload', route: '/a', data: { duration: 120 } }, { type: 'error', message: 'secret-message' }] } });

@@ -5,7 +5,7 @@ import { isPlainObject } from '../event.ts';
 import { PROJECT_KIND, type Project } from '../projects.ts';
 import type { RecordStore } from '../records/types.ts';
 import { isRole, type Membership, type Role } from './access.ts';
-import { INVITATION_KIND, scopeOf } from './kinds.ts';
+import { listScoped, INVITATION_KIND, scopeOf } from './kinds.ts';
 import type { ProjectAccess, Teams } from './teams.ts';
 import { hashToken, newPublicId, newToken, TOKEN_PATTERN } from './tokens.ts';
 
@@ -86,12 +86,11 @@ export function createInvitations(records: RecordStore, teams: Teams, clock: () 
       return { invitation, token };
     },
     async list(projectId) {
-      const all = await records.list<Invitation>(INVITATION_KIND, scopeOf(projectId));
-      return all.map((r) => r.body).sort((a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id));
+      return (await listScoped<Invitation>(records, INVITATION_KIND, projectId)).map((r) => r.body);
     },
     async revoke(actor, id) {
       const projectId = actor.project.id;
-      const record = (await records.list<Invitation>(INVITATION_KIND, scopeOf(projectId))).find((r) => r.body.id === id);
+      const record = (await listScoped<Invitation>(records, INVITATION_KIND, projectId)).find((r) => r.body.id === id);
       if (!record) throw new HttpError(404, 'invitation_not_found', `No invitation ${id}`);
       if (record.body.revokedAt || record.body.usedAt) return record.body;
       const invitation = { ...record.body, revokedAt: new Date(clock()).toISOString() };

@@ -5,7 +5,7 @@ import { isPlainObject } from '../event.ts';
 import { PROJECT_KIND, type Project } from '../projects.ts';
 import type { RecordStore } from '../records/types.ts';
 import { parseIsoTime } from '../schema.ts';
-import { SHARE_KIND, scopeOf } from './kinds.ts';
+import { listScoped, SHARE_KIND, scopeOf } from './kinds.ts';
 import type { ProjectAccess, Teams } from './teams.ts';
 import { hashToken, newPublicId, newToken, TOKEN_PATTERN } from './tokens.ts';
 
@@ -58,12 +58,11 @@ export function createShares(records: RecordStore, teams: Teams, clock: () => nu
       return { share, token };
     },
     async list(projectId) {
-      const all = await records.list<ShareLink>(SHARE_KIND, scopeOf(projectId));
-      return all.map((r) => r.body).sort((a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id));
+      return (await listScoped<ShareLink>(records, SHARE_KIND, projectId)).map((r) => r.body);
     },
     async revoke(actor, id) {
       const projectId = actor.project.id;
-      const record = (await records.list<ShareLink>(SHARE_KIND, scopeOf(projectId))).find((r) => r.body.id === id);
+      const record = (await listScoped<ShareLink>(records, SHARE_KIND, projectId)).find((r) => r.body.id === id);
       if (!record) throw new HttpError(404, 'share_not_found', `No share link ${id}`);
       if (record.body.revokedAt) return record.body;
       const share = { ...record.body, revokedAt: new Date(clock()).toISOString() };
