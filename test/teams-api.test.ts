@@ -182,6 +182,7 @@ test('ownership: only the owner transfers or deletes; the old owner becomes admi
   assert.equal((await json('GET', `/api/projects/${project.id}`, 'alice')).body.role, 'admin');
   assert.equal((await json('GET', `/api/events?project=${project.id}`, 'bob')).body.events.map((e: { id: string }) => e.id), ['kept']);
   assert.is((await json('DELETE', `/api/projects/${project.id}/members/bob`, 'alice')).status, 409, 'the owner cannot be removed');
+  assert.is((await json('DELETE', `/api/projects/${project.id}/members/%E0`, 'bob')).status, 400, 'a malformed member id');
   assert.is((await json('DELETE', `/api/projects/${project.id}`, 'bob')).status, 200);
   assert.is((await json('GET', `/api/projects/${project.id}`, 'bob')).status, 404);
   assert.equal((await json('GET', '/api/projects', 'vic')).body.projects, []);

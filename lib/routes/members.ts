@@ -6,6 +6,15 @@ import { HttpError, json, type JsonReply } from '../http.ts';
 import { isRole } from '../teams/access.ts';
 import { requireUser, type Context, type RouteRequest } from '../context.ts';
 
+/** The member named in the path; a malformed escape is a 400, not a failure of the service. */
+function target(request: RouteRequest): string {
+  try {
+    return decodeURIComponent(request.params.userId);
+  } catch {
+    throw new HttpError(400, 'invalid_path', 'The member id in the path is not a valid URL escape');
+  }
+}
+
 export async function listMembers(request: RouteRequest, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   const access = await ctx.teams.access(userId, request.params.id, 'read');
@@ -30,16 +39,16 @@ export async function updateMember(request: RouteRequest, ctx: Context): Promise
   const body = parseJson(await readBody(request, 4 * 1024));
   const role = isPlainObject(body) ? body.role : undefined;
   if (!isRole(role)) throw new HttpError(400, 'invalid_body', 'Body must be { "role": "owner" | "admin" | "member" | "viewer" }');
-  return json({ member: await ctx.teams.setRole(access, decodeURIComponent(request.params.userId), role) });
+  return json({ member: await ctx.teams.setRole(access, target(request), role) });
 }
 
 export async function removeMember(request: RouteRequest, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   // Any member may leave; removing someone else takes an admin (checked by teams.remove).
   const access = await ctx.teams.access(userId, request.params.id, 'read');
-  const target = decodeURIComponent(request.params.userId);
-  await ctx.teams.remove(access, target);
-  return json({ removed: target });
+  const who = target(request);
+  await ctx.teams.remove(access, who);
+  return json({ removed: who });
 }
 
 export async function projectAudit(request: RouteRequest, ctx: Context): Promise<JsonReply> {
