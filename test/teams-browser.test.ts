@@ -69,7 +69,8 @@ function register() {
     // axe-core goes in as an inline script, which the pages' CSP forbids: the test's browser bypasses it.
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
     contexts.push(ctx);
-    ctx.setDefaultTimeout(10_000);
+    // Generous: a loaded machine (two runtimes, a provider and a server) once needed more than 10 s.
+    ctx.setDefaultTimeout(20_000);
     await ctx.route('**/assets/config.js', (route) => route.fulfill({ status: 200, contentType: 'application/javascript', body: `window.WATCHTOWER_CONFIG = ${JSON.stringify(config)};` }));
     ctx.on('page', (page) => {
       page.on('pageerror', (err) => problems.push(`page error on ${page.url()}: ${err.message}`));
