@@ -12,6 +12,12 @@ interface AuditEntry { at: string; actor: string; action: string; target?: strin
 
 const ROLE_CHOICES: Role[] = ['admin', 'member', 'viewer'];
 
+/**
+ * The link made last on each project, shown until the next: every change re-renders the page, and
+ * the server keeps only a hash, so this is the one place the link can be copied from.
+ */
+const madeLinks = new Map<string, { what: string; url: string }>();
+
 async function call<T>(path: string, method = 'GET', body?: unknown): Promise<T> {
   const r = await api(path, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
   const out = (await r.json().catch(() => ({}))) as T & { error?: string };
@@ -69,12 +75,11 @@ export async function teamSection(p: Project, me: string, act: (fn: () => Promis
     call<{ shares: Share[] }>(`${base}/shares`),
     call<{ entries: AuditEntry[] }>(`${base}/audit`),
   ]);
-  // A new link is shown once, here: the server keeps only its hash.
+  // A new link is shown here, once: the server keeps only its hash.
   const fresh = el('p', { class: 'fresh-link', attrs: { role: 'status' } });
-  const showLink = (what: string) => (answer: unknown) => {
-    const url = (answer as { url: string }).url;
-    fresh.replaceChildren(`${what} (shown once, copy it now): `, el('code', { class: 'link', text: url }));
-  };
+  const made = madeLinks.get(p.id);
+  if (made) fresh.append(`${made.what} (shown once, copy it now): `, el('code', { class: 'link', text: made.url }));
+  const showLink = (what: string) => (answer: unknown) => void madeLinks.set(p.id, { what, url: (answer as { url: string }).url });
 
   const inviteRole = roleSelect('Role of the invited member', 'member', ROLE_CHOICES);
   const inviteEmail = el('input', { attrs: { type: 'email', 'aria-label': 'E-mail (optional)', placeholder: 'e-mail (optional)' } });
