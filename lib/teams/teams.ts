@@ -32,7 +32,7 @@ export interface Teams {
   projectsOf(userId: string): Promise<ProjectAccess[]>;
   /** The project's members as they count (the creator stands as owner until one is stored). */
   members(projectId: string): Promise<Membership[]>;
-  /** Adds (or keeps) a member: an accepted invitation. A member keeps a stronger role they hold. */
+  /** Adds a member (an accepted invitation); someone already a member keeps the role they hold. */
   join(projectId: string, userId: string, role: Role, by: string): Promise<Membership>;
   /** PATCH …/members/:userId: a new role; `owner` transfers ownership (the old owner becomes admin). */
   setRole(actor: ProjectAccess, target: string, role: Role): Promise<Membership>;
