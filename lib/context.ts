@@ -10,6 +10,10 @@ import type { Store } from './store/types.ts';
 import type { RateLimiter } from './ratelimit.ts';
 import type { FileAccess } from './static.ts';
 import { HttpError, unauthorized, type JsonReply } from './http.ts';
+import type { Action } from './teams/access.ts';
+import type { Invitations } from './teams/invitations.ts';
+import type { Shares } from './teams/shares.ts';
+import type { ProjectAccess, Teams } from './teams/teams.ts';
 
 export interface Context {
   store: Store;
@@ -18,6 +22,12 @@ export interface Context {
   monitor: Monitor;
   /** The users' projects, kept in `records` (README "Projects"). */
   projects: Projects;
+  /** Members and roles of projects, and who may do what (lib/teams/). */
+  teams: Teams;
+  invitations: Invitations;
+  shares: Shares;
+  /** Requests per share link (GET /api/shared/:token/stats). */
+  shareLimiter: RateLimiter;
   auth: Authenticator;
   /** Header-trust development mode: an event's own userId may name its owner (docs/api.md#ownership). */
   trustEventUserId: boolean;
@@ -84,16 +94,26 @@ export async function requireIdentity(ctx: Context, request: Request): Promise<{
   throw unauthorized();
 }
 
+/** Whose events a read covers: `owner`'s, only `projectId`'s when set. */
+export interface ReadScope {
+  owner: string;
+  projectId?: string;
+  /** The project and the asker's role, for a read with `project`. */
+  access?: ProjectAccess;
+}
+
 /**
- * The `project` query parameter of a read (`GET /api/events`, `/api/stats`, the export): a project
- * the user owns, else 404 project_not_found; undefined when absent.
+ * The `project` query parameter of a read (`GET /api/events`, `/api/stats`, the export, streams,
+ * developer reads): absent, the user's own events; a project the user may do `action` on, that
+ * project's events (which stay its owner's); anything else 404 project_not_found, as for a project
+ * that does not exist.
  */
-export async function ownProject(ctx: Context, userId: string, params: URLSearchParams): Promise<string | undefined> {
+export async function readScope(ctx: Context, userId: string, params: URLSearchParams, action: Action = 'read'): Promise<ReadScope> {
   const id = params.get('project');
-  if (id === null || id === '') return undefined;
+  if (id === null || id === '') return { owner: userId };
   if (!/^\d{1,20}$/.test(id)) throw new HttpError(400, 'invalid_query', 'Query parameter "project" must be a project id (digits)');
-  await ctx.projects.get(userId, id);
-  return id;
+  const access = await ctx.teams.access(userId, id, action);
+  return { owner: access.owner, projectId: id, access };
 }
 
 /**

@@ -15,6 +15,9 @@ import { eventStream } from './routes/stream.ts';
 import { developerStream, insights, query } from './routes/developer.ts';
 import { createProject, deleteProject, getProject, listProjects, rotateProjectKey, updateProject } from './routes/projects.ts';
 import { sentryEnvelope, sentryStore } from './routes/sentry.ts';
+import { listMembers, projectAudit, removeMember, updateMember } from './routes/members.ts';
+import { acceptInvitation, createInvitation, listInvitations, revokeInvitation, showInvitation } from './routes/invitations.ts';
+import { createShare, listShares, revokeShare, sharedStatsRoute } from './routes/shares.ts';
 import { createProjects } from './projects.ts';
 import type { Store } from './store/types.ts';
 import { createMemoryRecords } from './records/memory.ts';
@@ -23,6 +26,9 @@ import { createAlert, deleteAlert, listAlerts, testAlert, updateAlert } from './
 import { getIssue, listIssues, patchIssue } from './routes/issues.ts';
 import { deleteSourceMap, listSourceMaps, uploadSourceMap } from './routes/sourcemaps.ts';
 import type { RecordStore } from './records/types.ts';
+import { createTeams } from './teams/teams.ts';
+import { createInvitations } from './teams/invitations.ts';
+import { createShares, SHARE_RATE_LIMIT } from './teams/shares.ts';
 
 export interface HandlerDeps {
   store: Store;
@@ -98,11 +104,17 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
   const auth = deps.auth ?? createAuthenticator({ trustHeader: true });
   const now = deps.now ?? Date.now;
   const log = deps.log ?? ((msg: string) => console.error(msg));
+  const projects = createProjects(records, now);
+  const teams = createTeams(records, now);
   const ctx: Context = {
     store: deps.store,
     records,
     monitor: createMonitor(deps.store, records, { now, log }, deps.monitoring),
-    projects: createProjects(records, now),
+    projects,
+    teams,
+    invitations: createInvitations(records, teams, now),
+    shares: createShares(records, teams, now),
+    shareLimiter: createRateLimiter(SHARE_RATE_LIMIT),
     auth,
     trustEventUserId: auth.trustsHeader === true,
     hub: deps.hub ?? createHub(),
@@ -157,6 +169,19 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
     .patch('/api/projects/:id', updateProject)
     .delete('/api/projects/:id', deleteProject)
     .post('/api/projects/:id/rotate-key', rotateProjectKey)
+    .get('/api/projects/:id/members', listMembers)
+    .patch('/api/projects/:id/members/:userId', updateMember)
+    .delete('/api/projects/:id/members/:userId', removeMember)
+    .post('/api/projects/:id/invitations', createInvitation)
+    .get('/api/projects/:id/invitations', listInvitations)
+    .delete('/api/projects/:id/invitations/:invitationId', revokeInvitation)
+    .get('/api/invitations/:token', showInvitation)
+    .post('/api/invitations/:token/accept', acceptInvitation)
+    .post('/api/projects/:id/shares', createShare)
+    .get('/api/projects/:id/shares', listShares)
+    .delete('/api/projects/:id/shares/:shareId', revokeShare)
+    .get('/api/shared/:token/stats', sharedStatsRoute)
+    .get('/api/projects/:id/audit', projectAudit)
     // Sentry SDKs post to /api/<project id>/envelope/ (docs/sentry.md); the id must be digits.
     .post('/api/:projectId/envelope', sentryEnvelope)
     .post('/api/:projectId/store', sentryStore);

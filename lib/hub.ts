@@ -38,10 +38,18 @@ export interface Subscription {
   closeAt?: number;
   /** Who the stream counts against for HubOptions.maxPerParty; absent: nobody (not bounded per party). */
   party?: string;
+  /** Only the owner's events of this project (a project shared with the subscriber). */
+  projectId?: string;
+  /** Closes the stream when aborted (the subscriber lost access to the project), after an `event: revoked`. */
+  signal?: AbortSignal;
+  /** Called once when the stream ends, however it ends. */
+  onClose?: () => void;
 }
 
 interface Subscriber {
   userId: string | null;
+  projectId?: string;
+  onClose?: () => void;
   party?: string;
   ids: boolean;
   expiry?: ReturnType<typeof setTimeout>;
@@ -69,6 +77,8 @@ const PREAMBLE = encoder.encode('retry: 3000\n: connected\n\n');
 const KEEP_ALIVE = encoder.encode(': keep-alive\n\n');
 /** Sent before a stream closes because the subscriber's credentials expired: sign in again. */
 const EXPIRED = encoder.encode('event: expired\ndata: {"reason":"token expired"}\n\n');
+/** Sent before a stream closes because the subscriber no longer has access to its project. */
+const REVOKED = encoder.encode('event: revoked\ndata: {"reason":"access to the project ended"}\n\n');
 
 interface Frame {
   seq: number;
@@ -112,6 +122,7 @@ export function createHub(options: HubOptions = {}): Hub {
       else perParty.delete(s.party);
     }
     if (s.expiry !== undefined) clearTimeout(s.expiry);
+    s.onClose?.();
     if (subscribers.size === 0 && keepAlive !== undefined) {
       clearInterval(keepAlive);
       keepAlive = undefined;
@@ -158,26 +169,30 @@ export function createHub(options: HubOptions = {}): Hub {
       return new ReadableStream<Uint8Array>(
         {
           start(controller) {
-            self = { userId: sub.userId, party: sub.party, ids: sub.ids ?? false, controller, pending: [] };
+            self = { userId: sub.userId, projectId: sub.projectId, onClose: sub.onClose, party: sub.party, ids: sub.ids ?? false, controller, pending: [] };
             subscribers.add(self);
             if (sub.party !== undefined) perParty.set(sub.party, (perParty.get(sub.party) ?? 0) + 1);
             controller.enqueue(PREAMBLE);
-            if (sub.closeAt !== undefined) {
-              self.expiry = unref(setTimeout(() => {
-                if (!subscribers.has(self)) return;
-                flush();
-                drop(self);
-                try {
-                  controller.enqueue(EXPIRED);
-                  controller.close();
-                } catch {
-                  // the client already went away
-                }
-              }, Math.max(0, sub.closeAt - Date.now())));
-            }
+            const end = (last: Uint8Array) => {
+              if (!subscribers.has(self)) return;
+              flush();
+              drop(self);
+              try {
+                controller.enqueue(last);
+                controller.close();
+              } catch {
+                // the client already went away
+              }
+            };
+            if (sub.closeAt !== undefined) self.expiry = unref(setTimeout(() => end(EXPIRED), Math.max(0, sub.closeAt - Date.now())));
+            if (sub.signal?.aborted) end(REVOKED);
+            else sub.signal?.addEventListener('abort', () => end(REVOKED), { once: true });
             const after = sub.lastEventId;
             if (self.ids && sub.userId !== null && after !== undefined) {
-              for (const p of history.get(sub.userId) ?? []) if (p.seq > after) controller.enqueue(numbered(p.seq, sseData(p.events)));
+              for (const p of history.get(sub.userId) ?? []) {
+                const events = inProject(p.events, sub.projectId);
+                if (p.seq > after && events.length) controller.enqueue(numbered(p.seq, sseData(events)));
+              }
             }
             keepAlive ??= unref(setInterval(() => {
               for (const s of subscribers) write(s, KEEP_ALIVE);
@@ -210,8 +225,20 @@ export function createHub(options: HubOptions = {}): Hub {
       for (const [owner, list] of byOwner) {
         frames.set(owner, { seq: seqs.get(owner)!, plain: sseData(list) });
       }
+      // A project's subscribers get its events only; encoded once per project present, when asked.
+      const projectFrames = new Map<string, Frame | null>();
+      const projectFrame = (owner: string | null, projectId: string): Frame | null => {
+        const key = `${owner}\u0000${projectId}`;
+        let frame = projectFrames.get(key);
+        if (frame === undefined) {
+          const list = inProject(byOwner.get(owner) ?? [], projectId);
+          frame = list.length ? { seq: seqs.get(owner)!, plain: sseData(list) } : null;
+          projectFrames.set(key, frame);
+        }
+        return frame;
+      };
       for (const s of subscribers) {
-        const frame = frames.get(s.userId);
+        const frame = s.projectId === undefined ? frames.get(s.userId) : projectFrame(s.userId, s.projectId);
         if (frame) s.pending.push(s.ids ? (frame.numbered ??= numbered(frame.seq, frame.plain)) : frame.plain);
       }
       flushTimer ??= setTimeout(flush, coalesceMs);
@@ -237,6 +264,9 @@ export function createHub(options: HubOptions = {}): Hub {
     },
   };
 }
+
+const inProject = (events: StoredEvent[], projectId: string | undefined) =>
+  projectId === undefined ? events : events.filter((e) => e.projectId === projectId);
 
 /** Keep-alive timers must not keep a process alive on their own (Node and Deno differ). */
 function unref<T>(timer: T): T {

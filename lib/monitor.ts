@@ -47,6 +47,8 @@ export interface Monitor {
   sourceMaps: SourceMapStore;
   processor: IssueProcessor;
   alerts: AlertService;
+  /** How e-mail goes out (alerts, invitations); null without SMTP_URL. */
+  mailer: Mailer | null;
   /** Ingestion's one call: queue stored events (errors and page loads), never waits. */
   push(events: readonly StoredEvent[]): void;
   start(): void;
@@ -99,6 +101,7 @@ export function createMonitor(store: Store, records: RecordStore, deps: { now: (
     sourceMaps,
     processor,
     alerts,
+    mailer,
     push: (events) => processor.push(events),
     start() {
       processor.start(options.processEveryMs ?? PROCESS_EVERY_MS);

@@ -28,6 +28,8 @@ export interface AlertRule {
   email: string[];
   enabled: boolean;
   createdAt: string;
+  /** Who made it, when not its owner: a member's rule on a project shared with them (docs/api.md#alerts). */
+  createdBy?: string;
 }
 
 /** Default cool-down: one message per rule per 10 minutes; what happens meanwhile is counted in the next. */
@@ -141,7 +143,8 @@ export function patchAlertRule(rule: AlertRule, body: unknown): AlertRule {
   // A kind without a threshold or route drops the old one rather than rejecting it.
   if (merged.on !== 'error_spike' && merged.on !== 'slow_route' && !('threshold' in body)) merged.threshold = null;
   if (merged.on !== 'slow_route' && !('route' in body)) merged.route = null;
-  return { ...parseAlertRule(merged, { userId: rule.userId, id: rule.id, now: Date.parse(rule.createdAt) }), createdAt: rule.createdAt };
+  const next = { ...parseAlertRule(merged, { userId: rule.userId, id: rule.id, now: Date.parse(rule.createdAt) }), createdAt: rule.createdAt };
+  return rule.createdBy === undefined ? next : { ...next, createdBy: rule.createdBy };
 }
 
 function optionalString(v: unknown, max: number, fail: () => Error): string | null {
@@ -173,5 +176,6 @@ export function publicRule(rule: AlertRule, options: { secret?: boolean } = {}) 
     ...(options.secret && rule.webhook ? { secret: rule.webhook.secret } : {}),
     enabled: rule.enabled,
     createdAt: rule.createdAt,
+    ...(rule.createdBy === undefined ? {} : { createdBy: rule.createdBy }),
   };
 }

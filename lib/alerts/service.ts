@@ -131,10 +131,12 @@ export class AlertService {
     return Promise.all(rules.map(async (rule) => ({ ...publicRule(rule), deliveries: await this.deliveries(rule) })));
   }
 
-  async create(userId: string, body: unknown) {
+  /** A new rule of `userId`'s; `createdBy` names the member who made it on a project shared with them. */
+  async create(userId: string, body: unknown, createdBy?: string) {
     const existing = await this.options.records.list<AlertRule>(ALERT_KIND, userId);
     const now = Date.parse(creationTime(this.options.now(), existing.map((r) => r.body.createdAt)));
-    const rule = parseAlertRule(body, { userId, id: crypto.randomUUID(), now });
+    const parsed = parseAlertRule(body, { userId, id: crypto.randomUUID(), now });
+    const rule: AlertRule = createdBy === undefined || createdBy === userId ? parsed : { ...parsed, createdBy };
     await this.checkProject(rule);
     if (existing.length >= MAX_RULES) throw new HttpError(409, 'too_many_rules', `A user may have at most ${MAX_RULES} alert rules`);
     await this.checkWebhook(rule);

@@ -6,7 +6,7 @@ import { resolveOwner } from '../owner.ts';
 import { limitProject, projectOfKey, requestKey, type KeyedProject } from '../projects.ts';
 import { batchItems, batchSentAt, parseEventsQuery, parseExportQuery, validateEvents } from '../schema.ts';
 import { clientInfo } from '../client-info.ts';
-import { announceStored, clientAddress, ownProject, requireUser, type Context, type ServeInfo } from '../context.ts';
+import { announceStored, clientAddress, readScope, requireUser, type Context, type ServeInfo } from '../context.ts';
 import { InvalidCursorError } from '../store/types.ts';
 
 /** POST /api/events: the persisted stores answer with the stored events too. */
@@ -67,9 +67,9 @@ export async function listEvents(request: Request, ctx: Context): Promise<JsonRe
   const userId = await requireUser(ctx, request);
   const params = new URL(request.url).searchParams;
   const query = parseEventsQuery(params);
-  const projectId = await ownProject(ctx, userId, params);
+  const { owner, projectId } = await readScope(ctx, userId, params);
   try {
-    return json(await ctx.store.list({ userId, ...query, ...(projectId ? { projectId } : {}) }));
+    return json(await ctx.store.list({ userId: owner, ...query, ...(projectId ? { projectId } : {}) }));
   } catch (err) {
     if (err instanceof InvalidCursorError) throw new HttpError(400, 'invalid_cursor', err.message);
     throw err;
@@ -85,8 +85,8 @@ export async function exportEvents(request: Request, ctx: Context): Promise<Resp
   const userId = await requireUser(ctx, request);
   const params = new URL(request.url).searchParams;
   const filter = parseExportQuery(params);
-  const projectId = await ownProject(ctx, userId, params);
-  const batches = ctx.store.export({ userId, ...filter, ...(projectId ? { projectId } : {}) })[Symbol.asyncIterator]();
+  const { owner, projectId } = await readScope(ctx, userId, params);
+  const batches = ctx.store.export({ userId: owner, ...filter, ...(projectId ? { projectId } : {}) })[Symbol.asyncIterator]();
   // The first batch before the answer: a store that cannot serve is a 503, not a 200 cut short.
   const first = await batches.next();
   const stamp = new Date(ctx.now()).toISOString().replace(/[:.]/g, '-');

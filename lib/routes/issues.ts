@@ -6,7 +6,8 @@ import { eventFrames } from '../issues/fingerprint.ts';
 import { symbolicate } from '../issues/sourcemap.ts';
 import { type Issue, parseStatusChange, publicIssue, setStatus } from '../issues/state.ts';
 import { parseIsoTime } from '../schema.ts';
-import { requireUser, type Context, type RouteRequest } from '../context.ts';
+import type { Action } from '../teams/access.ts';
+import { readScope, requireUser, type Context, type RouteRequest } from '../context.ts';
 
 const STATUSES = ['unresolved', 'resolved', 'ignored', 'new', 'ongoing', 'regressed'] as const;
 const SORTS = ['last', 'count', 'first'] as const;
@@ -67,10 +68,14 @@ const byStatus = (issue: Issue, status: IssueQuery['status']) =>
 export async function listIssues(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   const q = parseIssueQuery(new URL(request.url).searchParams);
+  // A project the user has a role on: its issues, which are its events' owner's. Any other
+  // `project` filters the user's own issues (and so answers as a project with no issues would).
+  const shared = q.project !== undefined && /^\d{1,20}$/.test(q.project) ? await ctx.teams.roleOf(userId, q.project) : null;
+  const owner = shared?.owner ?? userId;
   const from = q.from === undefined ? null : new Date(q.from).toISOString();
   const to = q.to === undefined ? null : new Date(q.to).toISOString();
   // Everything but the status: the counts per status are of this selection.
-  const selected = (await ctx.monitor.issues.listIssues(userId, ctx.now())).filter((i) =>
+  const selected = (await ctx.monitor.issues.listIssues(owner, ctx.now())).filter((i) =>
     (q.project === undefined || i.project === q.project) &&
     (q.version === undefined || i.versions.seen.includes(q.version)) &&
     (from === null || i.lastSeen >= from) &&
@@ -86,36 +91,47 @@ export async function listIssues(request: Request, ctx: Context): Promise<JsonRe
   return json({ issues: issues.slice(0, q.limit).map(publicIssue), counts, total: issues.length });
 }
 
-async function ownIssue(request: RouteRequest, ctx: Context): Promise<{ userId: string; issue: Issue }> {
+/**
+ * The issue asked for and whose it is: the user's own, or with `?project=<id>` one of a project the
+ * user may do `action` on (its events' owner's, in that project); anything else 404.
+ */
+async function ownIssue(request: RouteRequest, ctx: Context, action: Action): Promise<{ userId: string; owner: string; issue: Issue }> {
   const userId = await requireUser(ctx, request);
   const id = request.params.id;
-  const issue = /^[0-9a-f]{16}$/.test(id) ? await ctx.monitor.issues.getIssue(userId, id) : null;
+  const params = new URL(request.url).searchParams;
+  const { owner, projectId } = await readScope(ctx, userId, params, action);
+  const found = /^[0-9a-f]{16}$/.test(id) ? await ctx.monitor.issues.getIssue(owner, id) : null;
+  const issue = found && (projectId === undefined || found.project === projectId) ? found : null;
   if (!issue) throw new HttpError(404, 'not_found', `No issue ${id}`);
-  return { userId, issue };
+  return { userId, owner, issue };
 }
 
-/** The issue, its latest event with its frames symbolicated by the maps uploaded now, and its recent events. */
+/** The issue, its latest event with its frames symbolicated by the maps uploaded now, its recent events and status history. */
 export async function getIssue(request: RouteRequest, ctx: Context): Promise<JsonReply> {
-  const { userId, issue } = await ownIssue(request, ctx);
-  const events = await recentEvents(ctx, userId, issue);
+  const { owner, issue } = await ownIssue(request, ctx, 'read');
+  const events = await recentEvents(ctx, owner, issue);
   const latest = events.find((e) => e.id === issue.lastEventId) ?? events[0] ?? null;
   const reported = latest ? eventFrames(latest) : [];
   const frames = latest
-    ? await symbolicate(reported, latest.deployVersion, ctx.monitor.sourceMaps.lookup(userId, latest.projectId ?? null), { cache: ctx.monitor.processor.cache })
+    ? await symbolicate(reported, latest.deployVersion, ctx.monitor.sourceMaps.lookup(owner, latest.projectId ?? null), { cache: ctx.monitor.processor.cache })
     : [];
-  return json({ issue: publicIssue(issue), latestEvent: latest, frames, events });
+  const history = issue.project === null ? [] : (await ctx.teams.audit.list(issue.project, issue.id)).filter((e) => e.action === 'issue.status_changed');
+  return json({ issue: publicIssue(issue), latestEvent: latest, frames, events, history });
 }
 
 export async function patchIssue(request: RouteRequest, ctx: Context): Promise<JsonReply> {
-  const { userId, issue: found } = await ownIssue(request, ctx);
+  const { userId, owner, issue: found } = await ownIssue(request, ctx, 'triage');
   const change = parseStatusChange(parseJson(await readBody(request, 16 * 1024)));
   // Between two processed events, from a fresh read: an event arriving meanwhile is not lost.
-  const updated = await ctx.monitor.processor.exclusive(async () => {
-    const current = (await ctx.monitor.issues.getIssue(userId, found.id)) ?? found;
+  const [before, updated] = await ctx.monitor.processor.exclusive(async () => {
+    const current = (await ctx.monitor.issues.getIssue(owner, found.id)) ?? found;
     const next = setStatus(current, change, ctx.now());
     await ctx.monitor.issues.putIssue(next);
-    return next;
+    return [current, next] as const;
   });
+  if (updated.project !== null && before.status !== updated.status) {
+    await ctx.teams.audit.add(updated.project, userId, 'issue.status_changed', { target: updated.id, from: before.status, to: updated.status });
+  }
   return json({ issue: publicIssue(updated) });
 }
 

@@ -14,6 +14,8 @@ const PAGE_HEADERS: Record<string, string> = {
   'referrer-policy': 'strict-origin-when-cross-origin',
 };
 
+const SHARE_PAGE = /^\/share\/[\w-]{20,100}$/;
+
 /** A GET or HEAD for `path` (below the base path) that no API route took; undefined when no file is there. */
 export async function pages(ctx: Context, request: Request, path: string): Promise<Response | undefined> {
   const files = ctx.files;
@@ -27,8 +29,9 @@ export async function pages(ctx: Context, request: Request, path: string): Promi
   if (path.startsWith('/assets/')) {
     return (await serveFile(path.slice(7), request, { files, root: ctx.assetsRoot, cacheControl: 'no-cache' })) ?? undefined;
   }
-  // The dashboard lives at /dashboard, without the trailing slash of the other pages.
-  const file = path === '/dashboard' ? '/dashboard/' : path;
+  // The dashboard lives at /dashboard, without the trailing slash of the other pages; every share
+  // link's read-only dashboard (/share/<token>) is one page, which reads the token from its path.
+  const file = path === '/dashboard' ? '/dashboard/' : SHARE_PAGE.test(path) ? '/share/' : path;
   const page = await serveFile(file, request, { files, root: ctx.pagesRoot, cacheControl: 'no-cache' });
   if (page?.headers.get('content-type')?.startsWith('text/html')) for (const [k, v] of Object.entries(PAGE_HEADERS)) page.headers.set(k, v);
   return page ?? undefined;

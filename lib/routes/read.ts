@@ -3,7 +3,7 @@ import { parseJson, readBody } from '../body.ts';
 import { KNOWN_EVENT_TYPES } from '../event.ts';
 import { HttpError, json, type JsonReply } from '../http.ts';
 import { parseStatsQuery, parseUserSync } from '../schema.ts';
-import { ownProject, requireUser, type Context } from '../context.ts';
+import { readScope, requireUser, type Context } from '../context.ts';
 
 export async function stats(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
@@ -11,8 +11,8 @@ export async function stats(request: Request, ctx: Context): Promise<JsonReply> 
   const params = new URL(request.url).searchParams;
   // Without from/to/interval, undefined: the answer over every event, as it always was.
   const range = parseStatsQuery(params, now);
-  const projectId = await ownProject(ctx, userId, params);
-  return json(await ctx.store.stats(userId, now, range, projectId));
+  const { owner, projectId } = await readScope(ctx, userId, params);
+  return json(await ctx.store.stats(owner, now, range, projectId));
 }
 
 export async function health(_request: Request, ctx: Context): Promise<JsonReply> {

@@ -11,14 +11,12 @@ import { requireUser, type Context, type RouteRequest } from '../context.ts';
  */
 export const MAX_UPLOAD_BYTES = MAX_SOURCE_MAP_BYTES + MAX_SOURCE_MAP_BYTES / 2;
 
-/** The signed-in user and a project they own; anyone else's project, like a missing one, is a 404. */
+/** The events' owner and the project, for an admin of it; anyone with no role on it gets a 404. */
 async function ownProject(request: RouteRequest, ctx: Context): Promise<{ userId: string; project: string }> {
   const userId = await requireUser(ctx, request);
-  const project = request.params.id;
-  if (!/^\d{1,20}$/.test(project) || !(await ctx.records.get('project', project, userId))) {
-    throw new HttpError(404, 'project_not_found', `No project ${project}`);
-  }
-  return { userId, project };
+  const access = await ctx.teams.access(userId, request.params.id, 'manage');
+  // Maps are kept under the events' owner: symbolication finds them by the events' owner.
+  return { userId: access.owner, project: access.project.id };
 }
 
 const shown = ({ blob: _blob, ...map }: SourceMapRecord) => map;

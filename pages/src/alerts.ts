@@ -33,7 +33,7 @@ const secretNote = el('p', { class: 'dev-badge', attrs: { role: 'status' } });
 const emailState = el('p', { class: 'note', attrs: { 'data-email-channel': '' } });
 const list = el('div', { class: 'rules' });
 
-if (await signedIn()) {
+if (await signedIn('alerts')) {
   root.replaceChildren(el('h1', { text: 'Alerts' }), emailState, notice, secretNote, form(), el('h2', { text: 'Your rules' }), list);
   notice.hidden = true;
   secretNote.hidden = true;

@@ -10,6 +10,7 @@ import type { Project } from './lib/projects.ts';
 import { runDashboard } from './lib/controller.ts';
 import { eventsQuery, exportName, statsQuery } from './lib/range.ts';
 import { api, authHeaders, currentSession, signOut, syncUser } from './lib/session.ts';
+import { renderTopbar } from './lib/shell.ts';
 import { createDashboardView } from './lib/view.ts';
 
 const session = await currentSession();
@@ -28,9 +29,7 @@ async function start(name: string, s: NonNullable<typeof session>) {
   const projectList = api('/api/projects').then(async (r) => (r.ok ? ((await r.json()) as { projects: Project[] }).projects : null));
   projectList.catch(() => {});
   const view = createDashboardView({ live: true, ranges: true, projects: true });
-  byId('user-name').textContent = name;
-  byId('user-id').textContent = s.userId;
-  byId('sign-out').addEventListener('click', () => void signOut());
+  renderTopbar('dashboard', { ...s, displayName: name });
   byId('dashboard').replaceChildren(view.root);
 
   const failed = (what: string, r: Response) =>
@@ -90,15 +89,26 @@ async function start(name: string, s: NonNullable<typeof session>) {
   }, view.setLiveStatus);
 }
 
+/** The project the page shows ('' for all of the user's own events), from the query string. */
+function chosenProject(): string {
+  return new URLSearchParams(location.search).get('project') ?? '';
+}
+
 /**
  * Reads the scoped stream with fetch, not EventSource: EventSource cannot send the header or token
- * that tells the server whose events these are. Reconnects with exponential backoff (1 s … 30 s).
+ * that tells the server whose events these are. A chosen project is streamed on its own (a shared
+ * project's events are its owner's, not the viewer's); choosing another reconnects. Reconnects
+ * with exponential backoff (1 s … 30 s).
  */
 async function follow(onEvents: (events: StoredEvent[]) => void, status: (text: string, state: 'ok' | 'wait' | 'off') => void) {
   let delay = 1000;
   for (;;) {
+    const project = chosenProject();
+    const switched = new AbortController();
+    const watch = setInterval(() => chosenProject() !== project && switched.abort(), 500);
     try {
-      const response = await fetch('/api/events/stream', { headers: { ...(await authHeaders()), accept: 'text/event-stream' } });
+      const path = project ? `/api/events/stream?project=${encodeURIComponent(project)}` : '/api/events/stream';
+      const response = await fetch(path, { headers: { ...(await authHeaders()), accept: 'text/event-stream' }, signal: switched.signal });
       if (response.status === 401) return void signOut();
       if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
       status('live', 'ok');
@@ -125,6 +135,8 @@ async function follow(onEvents: (events: StoredEvent[]) => void, status: (text: 
       }
       throw new Error('stream closed');
     } catch {
+      clearInterval(watch);
+      if (switched.signal.aborted) continue;
       status(`reconnecting in ${Math.round(delay / 1000)} s`, 'wait');
       await new Promise((r) => setTimeout(r, delay + Math.random() * 250));
       delay = Math.min(delay * 2, 30_000);

@@ -84,7 +84,7 @@ async function showList(): Promise<void> {
   const rows = issues.map((i) =>
     el('tr', { attrs: { 'data-issue': i.id } },
       el('th', { attrs: { scope: 'row' } },
-        el('a', { class: 'issue-title', text: i.title, attrs: { href: `?id=${encodeURIComponent(i.id)}` } }),
+        el('a', { class: 'issue-title', text: i.title, attrs: { href: `?id=${encodeURIComponent(i.id)}${projectParam('&')}` } }),
         el('div', { class: 'err-meta', text: i.culprit ?? '' })),
       el('td', {}, statusTag(i)),
       el('td', {}, sparkline(i.daily)),
@@ -105,19 +105,30 @@ async function showList(): Promise<void> {
             el('tbody', {}, ...rows)))));
 }
 
+/**
+ * The list's or issue's project, carried on to the API: a project shared with the user is read
+ * (and triaged) only with `project=<id>` (docs/api.md#issues).
+ */
+function projectParam(join: '?' | '&'): string {
+  const project = params.get('project');
+  return project ? `${join}project=${encodeURIComponent(project)}` : '';
+}
+
+interface StatusChange { at: string; actor: string; from?: string | null; to?: string | null }
+
 async function showIssue(id: string): Promise<void> {
-  const r = await api(`/api/issues/${encodeURIComponent(id)}`);
+  const r = await api(`/api/issues/${encodeURIComponent(id)}${projectParam('?')}`);
   if (r.status === 404) {
     root.replaceChildren(el('p', { class: 'problem', text: 'No such issue.' }), el('a', { text: 'All issues', attrs: { href: '/issues/' } }));
     return;
   }
   if (!r.ok) throw new Error(await problemOf(r));
-  const { issue, frames, events } = (await r.json()) as { issue: ShownIssue; latestEvent: StoredEvent | null; frames: SymbolicatedFrame[]; events: StoredEvent[] };
+  const { issue, frames, events, history = [] } = (await r.json()) as { issue: ShownIssue; latestEvent: StoredEvent | null; frames: SymbolicatedFrame[]; events: StoredEvent[]; history?: StatusChange[] };
 
   const notice = el('p', { class: 'problem', attrs: { role: 'alert' } });
   notice.hidden = true;
   const change = async (body: Record<string, unknown>) => {
-    const res = await api(`/api/issues/${encodeURIComponent(id)}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await api(`/api/issues/${encodeURIComponent(id)}${projectParam('?')}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     if (!res.ok) {
       notice.textContent = `The issue could not be changed: ${await problemOf(res)}`;
       notice.hidden = false;
@@ -148,12 +159,15 @@ async function showIssue(id: string): Promise<void> {
   if (issue.regressions > 0) facts.push(['Regressions', `${issue.regressions} (last ${formatTime(issue.regressedAt)})`]);
 
   root.replaceChildren(
-    el('p', {}, el('a', { text: '← All issues', attrs: { href: '/issues/' } })),
+    el('p', {}, el('a', { text: '← All issues', attrs: { href: `/issues/${projectParam('?')}` } })),
     el('h1', { class: 'issue-title', text: issue.title }),
     el('p', { class: 'err-meta', text: issue.culprit ?? '' }),
     notice,
     el('section', { class: 'issue-actions', attrs: { 'aria-label': 'Status' } }, statusTag(issue), ...actions),
     el('section', { class: 'panel' }, el('dl', { class: 'facts' }, ...facts.flatMap(([k, v]) => [el('dt', { text: k }), el('dd', { text: v })])), sparkline(issue.daily, 30)),
+    ...(history.length ? [el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-history' } },
+      el('h2', { text: 'Status history', attrs: { id: 'h-history' } }),
+      el('ol', { class: 'status-history' }, ...history.map((h) => el('li', { text: `${formatTime(h.at)} · ${h.actor}: ${h.from ?? '—'} → ${h.to ?? '—'}` }))))] : []),
     el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-stack' } },
       el('h2', { text: 'Stack trace (latest event)', attrs: { id: 'h-stack' } }),
       frames.length ? el('ol', { class: 'frames' }, ...frames.map(frameItem)) : el('p', { class: 'empty', text: 'The latest event has no stack trace, or it is no longer stored.' })),
@@ -193,7 +207,7 @@ function frameItem(f: SymbolicatedFrame): HTMLElement {
 }
 
 // Last, once every declaration above is initialised (the module awaits at its top level).
-if (await signedIn()) {
+if (await signedIn('issues')) {
   const id = params.get('id');
   await (id ? showIssue(id) : showList()).then(showPage, (err) => showFailure('Issues', err));
 }

@@ -1,7 +1,16 @@
-// /login/: signed-in visitors go to /dashboard; others get the sign-in component
+// /login/: signed-in visitors go to /dashboard (or back to the page that sent them, an invitation);
+// others get the sign-in component
 // in #idp-sign-in and sign-up in #idp-sign-up — a development form, or the provider's buttons.
 import { byId, el } from './lib/dom.ts';
 import { completeProviderSignIn, currentSession, devSignIn, mode, providerSignIn } from './lib/session.ts';
+import { RETURN_KEY } from './lib/shell.ts';
+
+/** Where to go once signed in: a same-origin path a page asked for, once, else the dashboard. */
+function next(): string {
+  const wanted = sessionStorage.getItem(RETURN_KEY);
+  sessionStorage.removeItem(RETURN_KEY);
+  return wanted && wanted.startsWith('/') && !wanted.startsWith('//') ? wanted : '/dashboard';
+}
 
 const signIn = byId('idp-sign-in');
 const signUp = byId('idp-sign-up');
@@ -10,7 +19,7 @@ const problem = byId('login-problem');
 try {
   await completeProviderSignIn();
   if (await currentSession()) {
-    location.replace('/dashboard');
+    location.replace(next());
   } else {
     mode() === 'provider' ? mountProvider() : mountDev();
     byId('login').hidden = false;
@@ -43,7 +52,7 @@ function devForm(kind: 'in' | 'up'): HTMLFormElement {
     const userId = id.value.trim();
     if (!userId) return;
     devSignIn({ userId, email: email.value.trim(), displayName: name.value.trim() || userId });
-    location.replace('/dashboard');
+    location.replace(next());
   });
   return form;
 }

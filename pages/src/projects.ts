@@ -1,12 +1,14 @@
-// /projects/: the signed-in user's projects (docs/api.md#projects): create, rename, set origins,
-// rotate the key, delete, and copy the ready-to-paste script tag and Sentry DSN of each.
+// /projects/: the signed-in user's projects and those shared with them (docs/api.md#projects,
+// #teams): create, rename, set origins, rotate the key, delete, copy the script tag and Sentry DSN,
+// and the team of each (members, invitations, share links), as far as the user's role allows.
 import { byId, el } from './lib/dom.ts';
 import { dsn, scriptTag, type Project } from './lib/projects.ts';
-import { api, currentSession } from './lib/session.ts';
+import { api } from './lib/session.ts';
+import { signedIn } from './lib/shell.ts';
+import { teamSection } from './lib/team.ts';
 
-const session = await currentSession();
-if (!session) location.replace('/login/');
-else await start(session.displayName || session.userId).catch((err) => fail(err));
+const session = await signedIn('projects');
+if (session) await start(session.userId).catch((err) => fail(err));
 
 function fail(err: unknown) {
   const guard = byId('guard');
@@ -27,18 +29,19 @@ const send = (path: string, method: string, body?: unknown) =>
   api(path, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
 
 
-async function start(name: string) {
-  byId('user-name').textContent = name;
+async function start(me: string) {
   const list = byId('projects');
   const form = byId<HTMLFormElement>('create');
   const createError = byId('create-error');
 
   const render = async () => {
     const { projects } = await answer<{ projects: Project[] }>(await api('/api/projects'));
-    list.replaceChildren(...(projects.length ? projects.map(card) : [el('p', { class: 'empty', text: 'No projects yet.' })]));
+    list.replaceChildren(...(projects.length ? await Promise.all(projects.map(card)) : [el('p', { class: 'empty', text: 'No projects yet.' })]));
   };
 
-  function card(p: Project): HTMLElement {
+  async function card(p: Project): Promise<HTMLElement> {
+    const role = p.role ?? 'owner';
+    const admin = role === 'admin' || role === 'owner';
     const error = el('p', { class: 'error', attrs: { role: 'alert' } });
     error.hidden = true;
     const act = (fn: () => Promise<unknown>) => async () => {
@@ -64,16 +67,17 @@ async function start(name: string) {
       remove.dataset.armed = '1';
       remove.textContent = 'Delete: click again (events are kept)';
     });
-    return el('section', { class: 'card project', attrs: { 'data-project': p.id } },
+    return el('section', { class: 'card project', attrs: { 'data-project': p.id, 'data-role': role } },
       el('h2', { text: p.name }),
-      el('p', { class: 'note' }, `Project ${p.id} · created ${new Date(p.createdAt).toLocaleString()} · up to ${p.rateLimitPerMinute.toLocaleString('en-US')} events a minute`),
-      el('div', { class: 'project-form' }, el('label', {}, 'Name ', nameInput), el('label', {}, 'Allowed origins ', originsInput), save),
+      el('p', { class: 'note' }, `Project ${p.id} · ${role === 'owner' ? 'yours' : `shared with you as ${role}`} · created ${new Date(p.createdAt).toLocaleString()} · up to ${p.rateLimitPerMinute.toLocaleString('en-US')} events a minute`),
+      admin ? el('div', { class: 'project-form' }, el('label', {}, 'Name ', nameInput), el('label', {}, 'Allowed origins ', originsInput), save) : null,
       el('h3', { text: 'Script tag' }),
       el('pre', {}, el('code', { class: 'snippet', text: scriptTag(p, location.origin) })),
       el('h3', { text: 'Sentry DSN' }),
       el('pre', {}, el('code', { class: 'dsn', text: dsn(p, location) })),
       el('p', { class: 'note' }, 'Key ', el('code', { class: 'key', text: p.key }), '. Rotating it stops the old one at once: update your pages first.'),
-      el('div', { class: 'actions' }, rotate, remove),
+      admin ? el('div', { class: 'actions' }, rotate, role === 'owner' ? remove : null) : null,
+      await teamSection(p, me, act),
       error,
     );
   }

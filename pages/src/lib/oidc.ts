@@ -3,7 +3,7 @@
 // shared with every other page of the origin for longer than the visit.
 import * as oauth from 'oauth4webapi';
 import { clientConfig } from './config.ts';
-import type { Session } from './session.ts';
+import type { Session } from './user.ts';
 
 const TOKENS_KEY = 'watchtower_oidc_tokens';
 const PENDING_KEY = 'watchtower_oidc_pending';

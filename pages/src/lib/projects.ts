@@ -1,8 +1,11 @@
 // A project as GET /api/projects answers it (docs/api.md#projects), and the snippets that connect an
 // app to it: shared by the projects page and the dashboard's project panel.
-import type { Project } from '../../../lib/projects.ts';
+import type { Project as StoredProject } from '../../../lib/projects.ts';
+import type { Role } from '../../../lib/teams/access.ts';
 
-export type { Project };
+/** A project with the user's role on it (their own, or shared with them). */
+export type Project = StoredProject & { role?: Role };
+export type { Role };
 
 /** The ready-to-paste script tag that loads the SDK from `origin` with the project's key. */
 export const scriptTag = (p: Project, origin: string): string =>

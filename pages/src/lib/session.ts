@@ -3,12 +3,9 @@
 // - provider: OpenID Connect Authorization Code + PKCE (./oidc.ts, loaded only in that mode);
 //   API calls carry the access token as a Bearer token.
 import { clientConfig } from './config.ts';
+import type { Session } from './user.ts';
 
-export interface Session {
-  userId: string;
-  email: string;
-  displayName: string;
-}
+export type { Session };
 
 /** The signed-in id, read by the same-origin demo to tag its events (docs/api.md#ownership). */
 export const USER_KEY = 'service_idp_user_id';

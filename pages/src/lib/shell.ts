@@ -1,20 +1,48 @@
-// The signed-in pages' frame (Issues, Alerts): the session guard, the user in the top bar, sign-out,
-// and a failure shown in place of the page. The dashboard has its own, older copy of this.
-import { byId } from './dom.ts';
+// The signed-in pages' frame, in one place: the navigation (Dashboard, Issues, Alerts, Projects),
+// the user and Sign out, the session guard, and a failure shown in place of the page. Each page's
+// HTML holds an empty <header id="topbar">; this fills it.
+import { byId, el } from './dom.ts';
 import { currentSession, signOut, type Session } from './session.ts';
 
-/** Resolves with the session once the page may show; a visitor without one goes to /login/. */
-export async function signedIn(): Promise<Session | null> {
+export type Section = 'dashboard' | 'issues' | 'alerts' | 'projects' | 'invite';
+
+const SECTIONS: [Exclude<Section, 'invite'>, string, string][] = [
+  ['dashboard', 'Dashboard', '/dashboard'],
+  ['issues', 'Issues', '/issues/'],
+  ['alerts', 'Alerts', '/alerts/'],
+  ['projects', 'Projects', '/projects/'],
+];
+
+/** Fills the top bar: the brand, the sections (the current one marked), the user and Sign out. */
+export function renderTopbar(current: Section, session: Session): void {
+  const nav = el('nav', { attrs: { 'aria-label': 'Main' } }, ...SECTIONS.map(([id, label, href]) =>
+    el('a', { text: label, attrs: { href, ...(id === current ? { 'aria-current': 'page' } : {}) } })));
+  const signOutButton = el('button', { text: 'Sign out', attrs: { id: 'sign-out', type: 'button' } });
+  signOutButton.addEventListener('click', () => void signOut());
+  byId('topbar').replaceChildren(
+    el('a', { class: 'brand', text: 'Watchtower', attrs: { href: '/landing/' } }),
+    nav,
+    el('span', { class: 'spacer' }),
+    el('span', { class: 'user' }, 'Signed in as ', el('strong', { text: session.displayName || session.userId, attrs: { id: 'user-name' } }),
+      ' (', el('span', { text: session.userId, attrs: { id: 'user-id' } }), ')'),
+    signOutButton,
+  );
+}
+
+/** Resolves with the session once the page may show; a visitor without one goes to /login/ (and comes back to `returnTo`). */
+export async function signedIn(current: Section, returnTo?: string): Promise<Session | null> {
   const session = await currentSession();
   if (!session) {
+    if (returnTo) sessionStorage.setItem(RETURN_KEY, returnTo);
     location.replace('/login/');
     return null;
   }
-  byId('user-name').textContent = session.displayName || session.userId;
-  byId('user-id').textContent = session.userId;
-  byId('sign-out').addEventListener('click', () => void signOut());
+  renderTopbar(current, session);
   return session;
 }
+
+/** Where the sign-in page goes once signed in, when a page sent the visitor there (an invitation). */
+export const RETURN_KEY = 'watchtower_return_to';
 
 export function showPage(): void {
   byId('guard').hidden = true;

@@ -399,7 +399,7 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
       projects = list;
       const wanted = projectSelect.value;
       projectSelect.replaceChildren(el('option', { text: 'All projects', attrs: { value: '' } }),
-        ...list.map((p) => el('option', { text: p.name, attrs: { value: p.id } })));
+        ...list.map((p) => el('option', { text: p.role && p.role !== 'owner' ? `${p.name} (shared, ${p.role})` : p.name, attrs: { value: p.id } })));
       // A bookmarked project that is gone (deleted, or another user's) stays named, so the notice of its 404 makes sense.
       if (wanted && !list.some((p) => p.id === wanted)) projectSelect.append(el('option', { text: `Project ${wanted} (not found)`, attrs: { value: wanted } }));
       projectSelect.value = wanted;
