@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openPostgresRecords } from '../lib/records/postgres.ts';
-import { openPostgresStore } from '../lib/store/postgres.ts';
+import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { RecordStore } from '../lib/records/types.ts';
 import type { Store } from '../lib/store/types.ts';
 import { app, readUntil } from './helpers/app.ts';
