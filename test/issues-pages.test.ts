@@ -184,6 +184,38 @@ function register() {
     noProblems();
   });
 
+  test('Issues: the latest event\'s breadcrumbs in order before the error, its page, and the project by name', async () => {
+    const created = await api('/api/projects', { method: 'POST', body: { name: 'Checkout app' } });
+    assert.is(created.status, 201, await created.clone().text());
+    const project = (await created.json()) as { id: string; key: string };
+    const breadcrumbs = [
+      { at: '2026-11-20T10:00:01.000Z', category: 'click', message: 'main > button.buy "Buy"', level: 'info' },
+      { at: '2026-11-20T10:00:02.000Z', category: 'navigation', message: '/checkout', level: 'info' },
+      { at: '2026-11-20T10:00:03.000Z', category: 'http', message: 'POST /api/pay 502', level: 'error' },
+      { at: '2026-11-20T10:00:04.000Z', category: 'console', message: '<img src=x onerror=alert(1)>', level: 'warning' },
+    ];
+    const sent = await handler(new Request(`${base}/api/events?key=${project.key}`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ events: [{ type: 'error', message: 'PaymentError: card declined', route: '/checkout', sessionId: 's9', data: { breadcrumbs } }] }),
+    }));
+    assert.is(sent.status, 200, await sent.clone().text());
+    await handler.monitor.flush();
+    const page = await context.newPage();
+    await page.goto(`${base}/issues/`);
+    await page.click('tr[data-issue] a:has-text("card declined")');
+    await page.waitForSelector('ol.crumbs');
+    const items = page.locator('ol.crumbs li');
+    assert.equal(await items.evaluateAll((lis) => lis.map((li) => [li.getAttribute('data-category'), li.querySelector('.details')?.textContent])), [
+      ['click', 'main > button.buy "Buy"'], ['navigation', '/checkout'], ['http', 'POST /api/pay 502'],
+      ['console', '<img src=x onerror=alert(1)>'], ['error', 'PaymentError: card declined'],
+    ]);
+    assert.is(await page.locator('ol.crumbs img').count(), 0, 'a crumb\'s message stays text');
+    assert.is(await page.locator('tr[data-event] td').nth(4).textContent(), '/checkout', 'the Page column shows the route');
+    assert.is(await page.locator('.facts dt:has-text("Project") + dd').textContent(), 'Checkout app');
+    await page.close();
+    noProblems();
+  });
+
   test('Alerts: e-mail shown disabled; create a rule, send a test to a real webhook, see the delivery, delete it', async () => {
     const page = await context.newPage();
     await page.goto(`${base}/alerts/`);

@@ -10,7 +10,7 @@ import { createMemoryRecords } from '../lib/records/memory.ts';
 import { CorruptRecordsError, openFileRecords, openSqliteRecords } from '../lib/records/file.ts';
 import { openPostgresRecords, RECORDS_MIGRATIONS } from '../lib/records/postgres.ts';
 import { nodeFs } from '../lib/store/fs.ts';
-import type { RecordStore } from '../lib/records/types.ts';
+import { creationTime, type RecordStore } from '../lib/records/types.ts';
 import { recordsContract } from './records-contract.ts';
 import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason } from './helpers/postgres.ts';
 import { enumerateCrashStates } from './helpers/crash-states.ts';
@@ -57,6 +57,12 @@ if (pgReason === null) {
 } else {
   console.log(`PostgreSQL record store tests skipped: ${pgReason}`);
 }
+
+test('creationTime: a millisecond after the newest existing record; records without a readable time do not count (no 500)', () => {
+  assert.is(creationTime(1000, []), new Date(1000).toISOString());
+  assert.is(creationTime(1000, [new Date(5000).toISOString()]), new Date(5001).toISOString());
+  assert.is(creationTime(1000, [undefined, 'not a time', new Date(2000).toISOString()]), new Date(2001).toISOString());
+});
 
 test('file records survive a restart; a torn last line is cut off; damage before valid lines fails loudly', async () => {
   const path = join(freshDir(), 'watchtower.sqlite');

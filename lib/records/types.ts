@@ -40,10 +40,12 @@ export interface RecordStore {
 /**
  * The creation time (ISO) of a new record listed in creation order: now, or a millisecond after the
  * newest of `existing` when that is not earlier. Two records made in the same millisecond would
- * otherwise be ordered by their random ids.
+ * otherwise be ordered by their random ids. Times that do not parse are left out.
  */
-export function creationTime(now: number, existing: readonly string[]): string {
-  return new Date(Math.max(now, ...existing.map((t) => Date.parse(t) + 1))).toISOString();
+export function creationTime(now: number, existing: readonly (string | undefined)[]): string {
+  // A record without a readable time (written by hand, or by an older version) does not count.
+  const times = existing.map((t) => (typeof t === 'string' ? Date.parse(t) + 1 : NaN)).filter(Number.isFinite);
+  return new Date(Math.max(now, ...times)).toISOString();
 }
 
 export class RecordConflictError extends Error {

@@ -6,6 +6,7 @@ import type { StoredEvent } from '../../lib/event.ts';
 import type { SymbolicatedFrame } from '../../lib/issues/sourcemap.ts';
 import type { Issue } from '../../lib/issues/state.ts';
 import { byId, el, fmt, formatTime } from './lib/dom.ts';
+import type { Project } from './lib/projects.ts';
 import { api } from './lib/session.ts';
 import { problemOf, showFailure, showPage, signedIn } from './lib/shell.ts';
 
@@ -123,7 +124,10 @@ async function showIssue(id: string): Promise<void> {
     return;
   }
   if (!r.ok) throw new Error(await problemOf(r));
-  const { issue, frames, events, history = [] } = (await r.json()) as { issue: ShownIssue; latestEvent: StoredEvent | null; frames: SymbolicatedFrame[]; events: StoredEvent[]; history?: StatusChange[] };
+  const { issue, latestEvent, frames, events, history = [] } = (await r.json()) as { issue: ShownIssue; latestEvent: StoredEvent | null; frames: SymbolicatedFrame[]; events: StoredEvent[]; history?: StatusChange[] };
+  // The project's name, from the projects this user may see (own and shared); its id otherwise.
+  const projects = issue.project ? await api('/api/projects').then(async (p) => (p.ok ? ((await p.json()) as { projects: Project[] }).projects : [])) : [];
+  const projectName = projects.find((p) => p.id === issue.project)?.name ?? issue.project;
 
   const notice = el('p', { class: 'problem', attrs: { role: 'alert' } });
   notice.hidden = true;
@@ -154,7 +158,7 @@ async function showIssue(id: string): Promise<void> {
     ['First seen', formatTime(issue.firstSeen)],
     ['Last seen', formatTime(issue.lastSeen)],
     ['Versions', issue.versions.seen.length ? issue.versions.seen.join(', ') + (issue.versions.truncated ? ', …' : '') : '—'],
-    ['Project', issue.project ?? '—'],
+    ['Project', projectName ?? '—'],
   ];
   if (issue.regressions > 0) facts.push(['Regressions', `${issue.regressions} (last ${formatTime(issue.regressedAt)})`]);
 
@@ -171,6 +175,7 @@ async function showIssue(id: string): Promise<void> {
     el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-stack' } },
       el('h2', { text: 'Stack trace (latest event)', attrs: { id: 'h-stack' } }),
       frames.length ? el('ol', { class: 'frames' }, ...frames.map(frameItem)) : el('p', { class: 'empty', text: 'The latest event has no stack trace, or it is no longer stored.' })),
+    breadcrumbsPanel(latestEvent),
     el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-events' } },
       el('h2', { text: 'Latest events', attrs: { id: 'h-events' } }),
       events.length
@@ -181,8 +186,30 @@ async function showIssue(id: string): Promise<void> {
               el('td', { class: 'details', text: e.message ?? '' }),
               el('td', { text: e.deployVersion ?? '—' }),
               el('td', { text: e.sessionId ?? '—' }),
-              el('td', { class: 'details', text: e.url ?? '' }))))))
+              el('td', { class: 'details', text: e.route ?? e.url ?? '' }))))))
         : el('p', { class: 'empty', text: 'No events of this issue are stored any more.' })));
+}
+
+/** A breadcrumb as the SDKs attach them to errors (README, "Captured automatically"). */
+interface Crumb { at: string; category: string; message: string; level?: string }
+
+/** What happened before the latest event, oldest first, ending with the error itself. */
+function breadcrumbsPanel(latest: StoredEvent | null): HTMLElement {
+  const raw = latest?.data.breadcrumbs;
+  const crumbs = Array.isArray(raw) ? (raw as Crumb[]).filter((c) => c && typeof c.message === 'string' && typeof c.at === 'string') : [];
+  return el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-crumbs' } },
+    el('h2', { text: 'Breadcrumbs (latest event)', attrs: { id: 'h-crumbs' } }),
+    crumbs.length
+      ? el('ol', { class: 'crumbs' },
+          ...crumbs.map((c) => el('li', { class: `crumb crumb-${c.level === 'error' ? 'error' : c.level === 'warning' ? 'warning' : 'info'}`, attrs: { 'data-category': String(c.category) } },
+            el('time', { text: formatTime(c.at), attrs: { datetime: c.at } }), ' ',
+            el('span', { class: 'crumb-category', text: String(c.category) }), ' ',
+            el('span', { class: 'details', text: c.message }))),
+          el('li', { class: 'crumb crumb-error', attrs: { 'data-category': 'error' } },
+            el('time', { text: formatTime(latest!.receivedAt), attrs: { datetime: latest!.receivedAt } }), ' ',
+            el('span', { class: 'crumb-category', text: 'error' }), ' ',
+            el('span', { class: 'details', text: latest!.message ?? '' })))
+      : el('p', { class: 'empty', text: 'The latest event came without breadcrumbs.' }));
 }
 
 function frameItem(f: SymbolicatedFrame): HTMLElement {
