@@ -105,7 +105,11 @@ test('invitations through the API: 201 with a link, shown for the accept page, a
   assert.equal(listed.body.invitations.map((i: { status: string }) => i.status).sort(), ['revoked', 'used', 'used', 'used', 'used']);
   assert.is((await json('POST', `/api/projects/${project.id}/invitations`, 'bob', { role: 'viewer' })).status, 403);
   const members = await json('GET', `/api/projects/${project.id}/members`, 'vic');
-  assert.equal(members.body.members.map((m: { userId: string; role: string }) => `${m.userId}:${m.role}`), ['alice:owner', 'bob:member', 'vic:viewer', 'ada:admin', 'eve:member']);
+  type Shown = { userId: string; role: string; addedAt: string };
+  const listedMembers = members.body.members as Shown[];
+  // Listed by the time each was added, then by user id (members added in one millisecond).
+  assert.equal(listedMembers, [...listedMembers].sort((a, b) => a.addedAt.localeCompare(b.addedAt) || a.userId.localeCompare(b.userId)));
+  assert.equal(listedMembers.map((m) => `${m.userId}:${m.role}`).sort(), ['ada:admin', 'alice:owner', 'bob:member', 'eve:member', 'vic:viewer']);
 });
 
 test('an invitation with an e-mail address is also sent by e-mail when mail is configured', async () => {
