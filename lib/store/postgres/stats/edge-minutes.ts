@@ -11,7 +11,7 @@
 // seq) or removed from it (a move into blocks, retention), so any change changes the signature,
 // and a stale entry is never read: the statement sends the rows of that minute again instead.
 import { encodePart, FrozenHour } from '../../../rollup/codec.ts';
-import { HourRollup, rollupRow, type RollupPart } from '../../../rollup/hour.ts';
+import { HourRollup, hourOf, rollupRow, type RollupPart } from '../../../rollup/hour.ts';
 import type { StoredEvent } from '../../../event.ts';
 
 export const MINUTE_MS = 60_000;
@@ -132,7 +132,7 @@ export async function edgeParts(cache: EdgeMinuteCache, user: string, scope: str
       parts.push(held.get(sig)!);
       skip.push(minute);
       cache.served(1);
-    } else fresh.set(minute, { sig, count, seqSum: BigInt(seqSum), part: new HourRollup(Math.floor((minute * MINUTE_MS) / 3_600_000)), rows: 0, rowSum: 0n });
+    } else fresh.set(minute, { sig, count, seqSum: BigInt(seqSum), part: new HourRollup(hourOf(minute * MINUTE_MS)), rows: 0, rowSum: 0n });
   }
   const rest = new Map<number, HourRollup>();
   await read(skip, (page) => {
@@ -147,7 +147,7 @@ export async function edgeParts(cache: EdgeMinuteCache, user: string, scope: str
         }
         continue;
       }
-      const hour = Math.floor(row.receivedMs / 3_600_000);
+      const hour = hourOf(row.receivedMs);
       let part = rest.get(hour);
       if (!part) rest.set(hour, (part = new HourRollup(hour)));
       part.add(row);
