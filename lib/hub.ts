@@ -108,7 +108,7 @@ export function createHub(options: HubOptions = {}): Hub {
   const historyUsers = options.historyUsers ?? 10_000;
   const subscribers = new Set<Subscriber>();
   const perParty = new Map<string, number>();
-  const history = new Map<string, Past[]>();
+  const history = new ReplayHistory(historyPerUser, historyUsers);
   // Ids start from the clock so they keep increasing across restarts of the process.
   let seq = Date.now() * 1000;
   let keepAlive: ReturnType<typeof setInterval> | undefined;
@@ -139,16 +139,6 @@ export function createHub(options: HubOptions = {}): Hub {
     } catch {
       drop(s);
     }
-  };
-
-  const remember = (owner: string, frame: Past) => {
-    let list = history.get(owner);
-    if (list) history.delete(owner); // re-inserted below: the Map's order is recency
-    else list = [];
-    list.push(frame);
-    if (list.length > historyPerUser) list.shift();
-    history.set(owner, list);
-    if (history.size > historyUsers) history.delete(history.keys().next().value!);
   };
 
   const flush = () => {
@@ -189,7 +179,7 @@ export function createHub(options: HubOptions = {}): Hub {
             else sub.signal?.addEventListener('abort', () => end(REVOKED), { once: true });
             const after = sub.lastEventId;
             if (self.ids && sub.userId !== null && after !== undefined) {
-              for (const p of history.get(sub.userId) ?? []) {
+              for (const p of history.of(sub.userId)) {
                 const events = inProject(p.events, sub.projectId);
                 if (p.seq > after && events.length) controller.enqueue(numbered(p.seq, sseData(events)));
               }
@@ -217,28 +207,12 @@ export function createHub(options: HubOptions = {}): Hub {
       for (const [owner, list] of byOwner) {
         const id = ++seq;
         seqs.set(owner, id);
-        if (owner !== null) remember(owner, { seq: id, events: list });
+        if (owner !== null) history.remember(owner, { seq: id, events: list });
       }
       if (subscribers.size === 0) return;
-      // Encode once per owner present in the batch, never once per subscriber.
-      const frames = new Map<string | null, Frame>();
-      for (const [owner, list] of byOwner) {
-        frames.set(owner, { seq: seqs.get(owner)!, plain: sseData(list) });
-      }
-      // A project's subscribers get its events only; encoded once per project present, when asked.
-      const projectFrames = new Map<string, Frame | null>();
-      const projectFrame = (owner: string | null, projectId: string): Frame | null => {
-        const key = `${owner}\u0000${projectId}`;
-        let frame = projectFrames.get(key);
-        if (frame === undefined) {
-          const list = inProject(byOwner.get(owner) ?? [], projectId);
-          frame = list.length ? { seq: seqs.get(owner)!, plain: sseData(list) } : null;
-          projectFrames.set(key, frame);
-        }
-        return frame;
-      };
+      const frameFor = broadcastFrames(byOwner, seqs);
       for (const s of subscribers) {
-        const frame = s.projectId === undefined ? frames.get(s.userId) : projectFrame(s.userId, s.projectId);
+        const frame = frameFor(s.userId, s.projectId);
         if (frame) s.pending.push(s.ids ? (frame.numbered ??= numbered(frame.seq, frame.plain)) : frame.plain);
       }
       flushTimer ??= setTimeout(flush, coalesceMs);
@@ -262,6 +236,47 @@ export function createHub(options: HubOptions = {}): Hub {
         }
       }
     },
+  };
+}
+
+/** Broadcasts kept per owner for `Last-Event-ID` replay; the least recently active owners are forgotten first. */
+class ReplayHistory {
+  private readonly byOwner = new Map<string, Past[]>();
+  constructor(private readonly perOwner: number, private readonly owners: number) {}
+
+  remember(owner: string, frame: Past): void {
+    let list = this.byOwner.get(owner);
+    if (list) this.byOwner.delete(owner); // re-inserted below: the Map's order is recency
+    else list = [];
+    list.push(frame);
+    if (list.length > this.perOwner) list.shift();
+    this.byOwner.set(owner, list);
+    if (this.byOwner.size > this.owners) this.byOwner.delete(this.byOwner.keys().next().value!);
+  }
+
+  of(owner: string): readonly Past[] {
+    return this.byOwner.get(owner) ?? [];
+  }
+}
+
+/**
+ * The frame a subscriber of (owner, project?) gets from one broadcast, or null. Encoded once per
+ * owner present in the batch, and once per project asked for, never once per subscriber.
+ */
+function broadcastFrames(byOwner: ReadonlyMap<string | null, StoredEvent[]>, seqs: ReadonlyMap<string | null, number>) {
+  const frames = new Map<string | null, Frame>();
+  for (const [owner, list] of byOwner) frames.set(owner, { seq: seqs.get(owner)!, plain: sseData(list) });
+  const projectFrames = new Map<string, Frame | null>();
+  return (owner: string | null, projectId: string | undefined): Frame | null | undefined => {
+    if (projectId === undefined) return frames.get(owner);
+    const key = `${owner}\u0000${projectId}`;
+    let frame = projectFrames.get(key);
+    if (frame === undefined) {
+      const list = inProject(byOwner.get(owner) ?? [], projectId);
+      frame = list.length ? { seq: seqs.get(owner)!, plain: sseData(list) } : null;
+      projectFrames.set(key, frame);
+    }
+    return frame;
   };
 }
 

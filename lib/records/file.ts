@@ -10,7 +10,9 @@
 // record the file operations and replay every state a crash could leave.
 //
 // One process at a time: the sqlite store's lock on its database guards this directory too.
-import { createFile, ensureDir, nodeFs, renameDurably, writeNewFile, type StoreFile, type StoreFs } from '../store/fs.ts';
+import { ensureDir, nodeFs, renameDurably, writeNewFile, type StoreFs } from '../store/fs.ts';
+import { RecordLog } from './file-log.ts';
+export { CorruptRecordsError } from './file-log.ts';
 import { HeldRecords } from './held.ts';
 import type { RecordStore } from './types.ts';
 
@@ -22,23 +24,8 @@ export interface FileRecordsOptions {
   compactAtBytes?: number;
 }
 
-/** The log holds a line that is not a log entry and is not the torn end of a write. */
-export class CorruptRecordsError extends Error {
-  constructor(path: string, line: number) {
-    super(`${path}: line ${line} is not a record log entry; restore the file from a backup or remove the line`);
-    this.name = 'CorruptRecordsError';
-  }
-}
-
 const LOG = 'records.log';
-/** Characters of the log a compaction builds before writing them out (and yielding). */
-const COMPACT_CHUNK = 1 << 20;
-const NEWLINE = 10;
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-/** One line of the log: records put (kind, id, userId, body) or one record deleted. */
-type Entry = { put: [string, string, string, unknown][] } | { del: [string, string] };
 
 /**
  * The record store of the sqlite database at `path` (SERVICE_P1_DB): the directory `<path>.records`
@@ -58,106 +45,21 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
   for (const name of await fs.list(dir)) if (name.endsWith('.tmp')) await fs.remove(`${dir}/${name}`);
 
   const held = new HeldRecords();
-  const apply = (entry: Entry) => {
-    if ('put' in entry) for (const [kind, id, userId, body] of entry.put) held.set(kind, id, userId, JSON.stringify(body));
-    else held.delete(entry.del[0], entry.del[1]);
-  };
-
-  const bytes = await fs.read(logPath);
-  let file: StoreFile;
-  if (bytes === null) {
-    file = await createFile(fs, logPath);
-  } else {
-    const valid = replay(bytes, logPath, apply);
-    file = await fs.open(logPath, 'existing');
-    if (valid < bytes.length) {
-      // The torn end of the last write, never acknowledged: cut it off before appending after it.
-      await file.truncate(valid);
-      await file.sync();
-    }
-  }
-
-  /** Set when the log's state is unknown after a failed write: every later change is refused. */
-  let broken: Error | null = null;
-
-  // Bytes the live records would take as a freshly written log: kept by `held` on every change, since
-  // summing them on each write made a write cost O(records) (grouping slowed to ~80 issues/s at 30,000).
-  const liveBytes = () => held.size;
-
-  /**
-   * Rewrites the log as the live records alone, a chunk at a time: at 100,000 issues the log is
-   * ~150 MB, and building it whole held the event loop for a second.
-   */
-  async function compact(): Promise<void> {
-    const tmp = logPath + '.tmp';
-    const out = await fs.open(tmp, 'new');
-    try {
-      let chunk = '';
-      for (const [kind, id, r] of held.entries()) {
-        chunk += `{"put":[[${JSON.stringify(kind)},${JSON.stringify(id)},${JSON.stringify(r.userId)},${r.text}]]}\n`;
-        if (chunk.length >= COMPACT_CHUNK) {
-          await out.append(encoder.encode(chunk));
-          chunk = '';
-        }
-      }
-      await out.append(encoder.encode(chunk));
-      await out.sync();
-    } finally {
-      await out.close();
-    }
-    // Until the rename the old log stays in use, so a failed compaction costs nothing but a retry.
-    await renameDurably(fs, tmp, logPath);
-    const old = file;
-    try {
-      file = await fs.open(logPath, 'existing');
-    } catch (err) {
-      // Appending to the old handle would write to a file no longer named: refuse instead.
-      broken = new Error(`${logPath}: the compacted log could not be opened; reopen the store`, { cause: err });
-      throw err;
-    }
-    await old.close().catch(() => {});
-  }
-
-  if (bytes !== null && file.size > compactAtBytes && file.size > 2 * liveBytes()) await compact();
+  const log = await RecordLog.open(fs, logPath, held, compactAtBytes);
 
   // Changes run one at a time, in order: each validates against, then updates, what the one
-  // before it left. A failed append is cut off again so the next line starts clean; if even that
-  // fails, the log's end is unknown and the store refuses further changes.
+  // before it left; after a write the log could not undo, every later change is refused.
   let queue: Promise<unknown> = Promise.resolve();
   let closed = false;
   const serial = <T>(op: () => Promise<T>): Promise<T> => {
     const run = queue.then(() => {
       if (closed) throw new Error('the record store is closed');
-      if (broken) throw broken;
+      log.check();
       return op();
     });
     queue = run.catch(() => {});
     return run;
   };
-
-  async function append(entry: Entry): Promise<void> {
-    await appendLine(JSON.stringify(entry) + '\n', () => apply(entry));
-  }
-
-  /** Appends one line and syncs it; `applied` makes it visible to reads once it is durable. */
-  async function appendLine(line: string, applied: () => void): Promise<void> {
-    const before = file.size;
-    try {
-      await file.append(encoder.encode(line));
-      await file.sync();
-    } catch (err) {
-      try {
-        await file.truncate(before);
-        await file.sync();
-      } catch {
-        broken = new Error(`${logPath}: a failed write could not be undone; reopen the store`, { cause: err });
-      }
-      throw err;
-    }
-    applied();
-    // The change is durable now; a compaction that fails is tried again after the next change.
-    if (file.size > compactAtBytes && file.size > 2 * liveBytes()) await compact().catch(() => {});
-  }
 
   const blobPath = async (key: string) => {
     const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(key)));
@@ -174,7 +76,7 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
         held.checkOwners(records);
         if (!records.length) return;
         const line = records.map((r, i) => `[${JSON.stringify(r.kind)},${JSON.stringify(r.id)},${JSON.stringify(r.userId)},${texts[i]}]`).join(',');
-        await appendLine(`{"put":[${line}]}\n`, () => {
+        await log.append(`{"put":[${line}]}\n`, () => {
           for (let i = 0; i < records.length; i++) held.set(records[i].kind, records[i].id, records[i].userId, texts[i]);
         });
       });
@@ -182,7 +84,7 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
     delete(kind, id, userId) {
       return serial(async () => {
         if (!held.owns(kind, id, userId)) return false;
-        await append({ del: [kind, id] });
+        await log.append(JSON.stringify({ del: [kind, id] }) + '\n', () => held.delete(kind, id));
         return true;
       });
     },
@@ -208,47 +110,7 @@ export async function openFileRecords(options: FileRecordsOptions): Promise<Reco
       if (closed) return;
       await queue;
       closed = true;
-      await file.close();
+      await log.close();
     },
   };
-}
-
-/**
- * Applies every whole line of the log; returns how many bytes they take. What follows the last
- * newline is a write cut short and is left out. A whole line that does not parse is a torn write
- * only if nothing valid follows it (a file system may leave garbage in a block it had not written);
- * before a valid line it means the file was damaged, and opening fails rather than lose records.
- */
-function replay(bytes: Uint8Array, path: string, apply: (entry: Entry) => void): number {
-  let valid = 0;
-  let bad = -1;
-  let line = 0;
-  for (let start = 0; start < bytes.length; ) {
-    const end = bytes.indexOf(NEWLINE, start);
-    if (end < 0) break;
-    line++;
-    const entry = parseEntry(bytes.subarray(start, end));
-    if (entry === null) {
-      if (bad < 0) bad = line;
-    } else {
-      if (bad >= 0) throw new CorruptRecordsError(path, bad);
-      apply(entry);
-      valid = end + 1;
-    }
-    start = end + 1;
-  }
-  return valid;
-}
-
-function parseEntry(bytes: Uint8Array): Entry | null {
-  try {
-    const v = JSON.parse(decoder.decode(bytes)) as Record<string, unknown>;
-    if (Array.isArray(v?.put) && v.put.every((r) => Array.isArray(r) && r.length === 4 && r.slice(0, 3).every((s) => typeof s === 'string'))) {
-      return v as Entry;
-    }
-    if (Array.isArray(v?.del) && v.del.length === 2 && v.del.every((s) => typeof s === 'string')) return v as Entry;
-    return null;
-  } catch {
-    return null;
-  }
 }

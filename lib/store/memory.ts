@@ -3,17 +3,16 @@
 // like every store's (lib/rollup/assemble.ts); only a range's partial edge hours are read raw.
 import type { StoredEvent } from '../event.ts';
 import { withinDepth } from '../shape.ts';
-import { LiveWindow, NO_RECENTS, recentsOf } from '../live-window.ts';
+import { NO_RECENTS, recentsOf } from '../live-window.ts';
 import { assembleStats, planStats } from '../rollup/assemble.ts';
-import { HourRollup, rollupRow } from '../rollup/hour.ts';
 import { UserRollups } from '../rollup/user.ts';
 import type { Stats, StatsRange } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
 import { eventMatcher } from './filter.ts';
+import { edgeRollups, MemoryScopes } from './memory-scopes.ts';
 import { appUser, type AppUser, type ErrorScan, type ErrorScanQuery, type EventPage, type EventQuery, type ExportQuery, type Store, type StoreHealth, type UserSync } from './types.ts';
 
 export const DEFAULT_BUFFER_SIZE = 10_000;
-
 
 export function createMemoryStore(options: { capacity?: number } = {}): Store {
   const capacity = options.capacity ?? DEFAULT_BUFFER_SIZE;
@@ -30,58 +29,7 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
     return set;
   };
   const users = new Map<string, AppUser>();
-  // Owned events only: statistics are per user, unowned events appear for no one. Rollups per
-  // scope: the user's (every event they own) and, for keyed events, also the user's within the
-  // project, so `project=` statistics cost what a user's do.
-  interface Scope { rollups: UserRollups; window: LiveWindow }
-  const stats = new Map<string, Scope>();
-  const projectStats = new Map<string, Map<string, Scope>>();
-  const scopeOf = (userId: string, projectId: string | undefined, create: boolean): Scope | undefined => {
-    let scopes = stats;
-    if (projectId !== undefined) {
-      let m = projectStats.get(userId);
-      if (!m && create) projectStats.set(userId, (m = new Map()));
-      if (!m) return undefined;
-      [scopes, userId] = [m, projectId];
-    }
-    let u = scopes.get(userId);
-    if (!u && create) scopes.set(userId, (u = { rollups: new UserRollups(), window: new LiveWindow() }));
-    return u;
-  };
-  const dropScope = (userId: string, projectId: string | undefined) => {
-    if (projectId === undefined) return void stats.delete(userId);
-    const m = projectStats.get(userId)!;
-    m.delete(projectId);
-    if (m.size === 0) projectStats.delete(userId);
-  };
-  // A batch's events share one receivedAt: parse it once (one cache for inserts, one for evictions).
-  const parser = () => {
-    let iso = '', ms = NaN;
-    return (e: StoredEvent) => (e.receivedAt === iso ? ms : (ms = Date.parse((iso = e.receivedAt))));
-  };
-  const insertedMs = parser(), evictedMs = parser();
-  const USER_ONLY = [undefined];
-  const scopesOf = (e: StoredEvent) => (e.projectId === undefined ? USER_ONLY : [undefined, e.projectId]);
-  const track = (e: StoredEvent) => {
-    if (e.user_id === null) return;
-    const row = rollupRow(e, insertedMs(e));
-    for (const project of scopesOf(e)) {
-      const u = scopeOf(e.user_id, project, true)!;
-      u.rollups.add(row);
-      u.window.add(e, row.receivedMs, row.route);
-    }
-  };
-  const untrack = (e: StoredEvent) => {
-    if (e.user_id === null) return;
-    const row = rollupRow(e, evictedMs(e));
-    for (const project of scopesOf(e)) {
-      const u = scopeOf(e.user_id, project, false);
-      if (!u) continue;
-      u.rollups.remove(row);
-      u.window.remove(e, row.receivedMs, row.route);
-      if (u.rollups.empty) dropScope(e.user_id, project);
-    }
-  };
+  const scopes = new MemoryScopes();
 
   const held = () => buffer.length - head;
   const ofUser = (userId: string, projectId?: string) => {
@@ -106,10 +54,10 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
         owned.add(e.id);
         buffer.push(e);
         stored.push(e);
-        track(e);
+        scopes.add(e);
         if (held() > capacity) {
           const old = buffer[head++];
-          untrack(old);
+          scopes.remove(old);
           const set = ids.get(old.user_id)!;
           set.delete(old.id);
           if (set.size === 0) ids.delete(old.user_id);
@@ -163,21 +111,12 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
       return { events, seqs, through: Math.max(q.after, seq - 1), head: base + buffer.length - 1 };
     },
     async stats(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats> {
-      const u = scopeOf(userId, projectId, false);
+      const u = scopes.get(userId, projectId);
       const plan = planStats(now, range, u?.window.newest);
       if (!u) return assembleStats({ plan, rollups: new UserRollups(), edges: [], recents: NO_RECENTS });
       let mine: StoredEvent[] | undefined;
       const held = () => (mine ??= ofUser(userId, projectId));
-      // Only the events in the spans are rolled up (a row costs a route key and breakdown names).
-      // Receive times are canonical ISO strings (24 characters), which sort like the instants they
-      // name: comparing them spares a Date.parse per held event.
-      const spans = plan.rawSpans.map(([start, end]) => [new Date(start).toISOString(), new Date(end).toISOString()]);
-      const canonical = spans.every(([a, b]) => a.length === 24 && b.length === 24);
-      const inSpans = (iso: string) =>
-        canonical && iso.length === 24 ? spans.some(([a, b]) => iso >= a && iso < b) : plan.rawSpans.some(([a, b]) => Date.parse(iso) >= a && Date.parse(iso) < b);
-      const edges = plan.rawSpans.length
-        ? HourRollup.fromRows(held().flatMap((e) => (inSpans(e.receivedAt) ? [rollupRow(e)] : [])))
-        : [];
+      const edges = plan.rawSpans.length ? edgeRollups(held(), plan.rawSpans) : [];
       const recents = u.window.recents(now, plan.range) ?? recentsOf(held(), now, plan.range);
       return assembleStats({ plan, rollups: u.rollups, edges, recents });
     },

@@ -1,0 +1,85 @@
+// The memory store's statistics side: rollups and a live window per scope, kept on insert and
+// eviction. Owned events only: statistics are per user, unowned events appear for no one. A
+// user's scope holds every event they own; a keyed event also counts in the user's scope within
+// its project, so `project=` statistics cost what a user's do.
+import type { StoredEvent } from '../event.ts';
+import { LiveWindow } from '../live-window.ts';
+import { HourRollup, rollupRow } from '../rollup/hour.ts';
+import { UserRollups } from '../rollup/user.ts';
+
+export interface Scope { rollups: UserRollups; window: LiveWindow }
+
+const USER_ONLY = [undefined];
+const scopesOf = (e: StoredEvent) => (e.projectId === undefined ? USER_ONLY : [undefined, e.projectId]);
+
+/** A batch's events share one receivedAt: parse it once per run of equal strings. */
+function receiveParser() {
+  let iso = '', ms = NaN;
+  return (e: StoredEvent) => (e.receivedAt === iso ? ms : (ms = Date.parse((iso = e.receivedAt))));
+}
+
+export class MemoryScopes {
+  private readonly users = new Map<string, Scope>();
+  private readonly projects = new Map<string, Map<string, Scope>>();
+  // One parse cache for inserts, one for evictions: they walk different batches.
+  private readonly insertedMs = receiveParser();
+  private readonly evictedMs = receiveParser();
+
+  get(userId: string, projectId: string | undefined, create = false): Scope | undefined {
+    let scopes = this.users;
+    let key = userId;
+    if (projectId !== undefined) {
+      let m = this.projects.get(userId);
+      if (!m && create) this.projects.set(userId, (m = new Map()));
+      if (!m) return undefined;
+      [scopes, key] = [m, projectId];
+    }
+    let u = scopes.get(key);
+    if (!u && create) scopes.set(key, (u = { rollups: new UserRollups(), window: new LiveWindow() }));
+    return u;
+  }
+
+  add(e: StoredEvent): void {
+    if (e.user_id === null) return;
+    const row = rollupRow(e, this.insertedMs(e));
+    for (const project of scopesOf(e)) {
+      const u = this.get(e.user_id, project, true)!;
+      u.rollups.add(row);
+      u.window.add(e, row.receivedMs, row.route);
+    }
+  }
+
+  remove(e: StoredEvent): void {
+    if (e.user_id === null) return;
+    const row = rollupRow(e, this.evictedMs(e));
+    for (const project of scopesOf(e)) {
+      const u = this.get(e.user_id, project);
+      if (!u) continue;
+      u.rollups.remove(row);
+      u.window.remove(e, row.receivedMs, row.route);
+      if (u.rollups.empty) this.drop(e.user_id, project);
+    }
+  }
+
+  private drop(userId: string, projectId: string | undefined): void {
+    if (projectId === undefined) return void this.users.delete(userId);
+    const m = this.projects.get(userId)!;
+    m.delete(projectId);
+    if (m.size === 0) this.projects.delete(userId);
+  }
+}
+
+/**
+ * Hour rollups of the held events received within `spans` (a range's partial edge hours): only
+ * those are rolled up, since a row costs a route key and breakdown names. Receive times are
+ * canonical ISO strings (24 characters), which sort like the instants they name: comparing them
+ * spares a Date.parse per held event.
+ */
+export function edgeRollups(held: readonly StoredEvent[], spans: readonly (readonly [number, number])[]) {
+  if (spans.length === 0) return [];
+  const iso = spans.map(([start, end]) => [new Date(start).toISOString(), new Date(end).toISOString()]);
+  const canonical = iso.every(([a, b]) => a.length === 24 && b.length === 24);
+  const inSpans = (t: string) =>
+    canonical && t.length === 24 ? iso.some(([a, b]) => t >= a && t < b) : spans.some(([a, b]) => Date.parse(t) >= a && Date.parse(t) < b);
+  return HourRollup.fromRows(held.flatMap((e) => (inSpans(e.receivedAt) ? [rollupRow(e)] : [])));
+}
