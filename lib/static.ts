@@ -1,6 +1,7 @@
 // Served files: pages/ and the built SDK. This module never touches a file system: the runtime
 // adapter passes its own file access (nodeFiles, denoFiles, bunFiles), so the core runs anywhere.
 import { HttpError, CORS_HEADERS } from './http.ts';
+import { renderHead } from './page-head.ts';
 
 /** What is at a path, as the file access reports it. */
 export interface FileStat {
@@ -67,6 +68,8 @@ export interface StaticOptions {
   /** Directory served (absolute path, with a trailing slash). */
   root: string;
   cacheControl: string;
+  /** A template the <head> of every HTML file is made from (lib/page-head.ts); absent: served as stored. */
+  headTemplate?: string;
 }
 
 /** Serves a file below root; directories serve their index.html. Null when there is none. */
@@ -88,18 +91,26 @@ export async function serveFile(urlPath: string, request: Request, options: Stat
     info = await files.stat(path);
   }
   if (!info?.isFile) return null;
-  const etag = `W/"${info.size.toString(36)}-${Math.floor(info.mtimeMs).toString(36)}"`;
+  const type = TYPES[path.slice(path.lastIndexOf('.') + 1).toLowerCase()] ?? 'application/octet-stream';
+  // A page made with the template changes when either file does: both are in its tag.
+  const template = options.headTemplate !== undefined && type.startsWith('text/html') ? await files.stat(options.headTemplate) : null;
+  const etag = `W/"${version(info)}${template?.isFile ? '-' + version(template) : ''}"`;
   const headers: Record<string, string> = {
-    'content-type': TYPES[path.slice(path.lastIndexOf('.') + 1).toLowerCase()] ?? 'application/octet-stream',
+    'content-type': type,
     'cache-control': options.cacheControl,
     'x-content-type-options': 'nosniff',
     etag,
     ...CORS_HEADERS,
   };
   if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers });
-  const body = request.method === 'HEAD' ? null : await files.readFile(path);
-  return new Response(body, { status: 200, headers });
+  if (request.method === 'HEAD') return new Response(null, { status: 200, headers });
+  if (!template?.isFile) return new Response(await files.readFile(path), { status: 200, headers });
+  const [page, head] = await Promise.all([text(files, path), text(files, options.headTemplate!)]);
+  return new Response(renderHead(head, page), { status: 200, headers });
 }
+
+const version = (info: FileStat) => `${info.size.toString(36)}-${Math.floor(info.mtimeMs).toString(36)}`;
+const text = async (files: FileAccess, path: string) => new Response(await files.readFile(path)).text();
 
 /** A path with every run of `/` and `\` made one `/`: never `//host` or `/\host`, always this origin's. */
 export function sameOriginPath(path: string): string {

@@ -32,7 +32,7 @@ export async function pages(ctx: Context, request: Request, path: string): Promi
   // The dashboard lives at /dashboard, without the trailing slash of the other pages; every share
   // link's read-only dashboard (/share/<token>) is one page, which reads the token from its path.
   const file = path === '/dashboard' ? '/dashboard/' : SHARE_PAGE.test(path) ? '/share/' : path;
-  const page = await serveFile(file, request, { files, root: ctx.pagesRoot, cacheControl: 'no-cache' });
+  const page = await serveFile(file, request, { files, root: ctx.pagesRoot, cacheControl: 'no-cache', headTemplate: ctx.pagesRoot + 'head.html' });
   if (page?.headers.get('content-type')?.startsWith('text/html')) for (const [k, v] of Object.entries(PAGE_HEADERS)) page.headers.set(k, v);
   return page ?? undefined;
 }
