@@ -199,4 +199,70 @@ test('file records: every state a power loss could leave opens with every acknow
   assert.equal(failures.slice(0, 5), [], `${failures.length} of ${states.length} states failed`);
 });
 
+test('file records: a write that fails half-way is cut off, so the next change and a reopen are whole; one that cannot be cut off stops changes', async () => {
+  // A disk that fills up: the chosen append writes half its bytes, then fails (ENOSPC), as write(2) can.
+  let failAppends = 0, failTruncates = 0;
+  const full = Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+  const fs: typeof nodeFs = {
+    ...nodeFs,
+    async open(path, how) {
+      const file = await nodeFs.open(path, how);
+      return {
+        get size() { return file.size; },
+        async append(bytes) {
+          if (failAppends > 0) {
+            failAppends--;
+            await file.append(bytes.subarray(0, bytes.length >> 1));
+            throw full;
+          }
+          return file.append(bytes);
+        },
+        async truncate(size) {
+          if (failTruncates > 0) {
+            failTruncates--;
+            throw full;
+          }
+          return file.truncate(size);
+        },
+        sync: () => file.sync(),
+        close: () => file.close(),
+      };
+    },
+  };
+  const dir = freshDir();
+  const store = await openFileRecords({ dir, fs });
+  await store.put([{ kind: 'k', id: 'a', userId: 'u', body: { n: 1 } }]);
+  failAppends = 1;
+  await rejects(() => store.put([{ kind: 'k', id: 'b', userId: 'u', body: { n: 2 } }]));
+  assert.is(await store.get('k', 'b', 'u'), null, 'a failed put is not visible');
+  await store.put([{ kind: 'k', id: 'c', userId: 'u', body: { n: 3 } }]);
+  await store.close();
+
+  const reopened = await openFileRecords({ dir, fs: nodeFs });
+  assert.equal((await reopened.get<{ n: number }>('k', 'a', 'u'))?.body, { n: 1 });
+  assert.is(await reopened.get('k', 'b', 'u'), null);
+  assert.equal((await reopened.get<{ n: number }>('k', 'c', 'u'))?.body, { n: 3 }, 'the change after the failure was not lost behind half a line');
+  await reopened.close();
+
+  // The failed bytes cannot be cut off either: the log's end is unknown, so no change is taken.
+  const broken = await openFileRecords({ dir, fs });
+  failAppends = 1;
+  failTruncates = 1;
+  await rejects(() => broken.put([{ kind: 'k', id: 'd', userId: 'u', body: null }]));
+  await rejects(() => broken.put([{ kind: 'k', id: 'e', userId: 'u', body: null }]), /could not be undone/);
+  await broken.close();
+});
+
+/** Fails unless `op` rejects, with a message matching `pattern` when one is given. */
+async function rejects(op: () => Promise<unknown>, pattern?: RegExp) {
+  let error: unknown = null;
+  try {
+    await op();
+  } catch (err) {
+    error = err;
+  }
+  assert.ok(error, 'expected a rejection');
+  if (pattern) assert.match((error as Error).message, pattern);
+}
+
 test.run();
