@@ -13,6 +13,7 @@ import { HttpError, unauthorized, type JsonReply } from './http.ts';
 import type { Action } from './teams/access.ts';
 import type { Invitations } from './teams/invitations.ts';
 import type { Shares } from './teams/shares.ts';
+import type { Goals } from './goals/goals.ts';
 import type { ProjectAccess, Teams } from './teams/teams.ts';
 
 export interface Context {
@@ -26,6 +27,8 @@ export interface Context {
   teams: Teams;
   invitations: Invitations;
   shares: Shares;
+  /** A project's goals (lib/goals/). */
+  goals: Goals;
   /** Requests per share link (GET /api/shared/:token/stats). */
   shareLimiter: RateLimiter;
   auth: Authenticator;

@@ -18,6 +18,7 @@ import { sentryEnvelope, sentryStore } from './routes/sentry.ts';
 import { listMembers, projectAudit, removeMember, updateMember } from './routes/members.ts';
 import { acceptInvitation, createInvitation, listInvitations, revokeInvitation, showInvitation } from './routes/invitations.ts';
 import { createShare, listShares, revokeShare, sharedStatsRoute } from './routes/shares.ts';
+import { createGoal, deleteGoal, listGoals } from './routes/goals.ts';
 import { createProjects } from './projects.ts';
 import type { Store } from './store/types.ts';
 import { createMemoryRecords } from './records/memory.ts';
@@ -29,6 +30,7 @@ import type { RecordStore } from './records/types.ts';
 import { createTeams } from './teams/teams.ts';
 import { createInvitations } from './teams/invitations.ts';
 import { createShares, SHARE_RATE_LIMIT } from './teams/shares.ts';
+import { createGoals } from './goals/goals.ts';
 
 export interface HandlerDeps {
   store: Store;
@@ -114,6 +116,7 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
     teams,
     invitations: createInvitations(records, teams, now),
     shares: createShares(records, teams, now),
+    goals: createGoals(records, teams, now),
     shareLimiter: createRateLimiter(SHARE_RATE_LIMIT),
     auth,
     trustEventUserId: auth.trustsHeader === true,
@@ -180,6 +183,9 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
     .post('/api/projects/:id/shares', createShare)
     .get('/api/projects/:id/shares', listShares)
     .delete('/api/projects/:id/shares/:shareId', revokeShare)
+    .get('/api/projects/:id/goals', listGoals)
+    .post('/api/projects/:id/goals', createGoal)
+    .delete('/api/projects/:id/goals/:goalId', deleteGoal)
     .get('/api/shared/:token/stats', sharedStatsRoute)
     .get('/api/projects/:id/audit', projectAudit)
     // Sentry SDKs post to /api/<project id>/envelope/ (docs/sentry.md); the id must be digits.

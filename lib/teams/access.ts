@@ -7,9 +7,9 @@ export type Role = 'owner' | 'admin' | 'member' | 'viewer';
 export const ROLES: readonly Role[] = ['viewer', 'member', 'admin', 'owner'];
 
 /**
- * What a request does to a project: read it (events, stats, streams, issues, members), triage its
- * issues, keep alert rules on it, manage it (members, invitations, share links, keys, source maps,
- * settings, the audit trail), or own it (delete, transfer).
+ * What a request does to a project: read it (events, stats, streams, issues, members, goals), triage
+ * its issues, keep alert rules and goals on it, manage it (members, invitations, share links, keys,
+ * source maps, settings, the audit trail), or own it (delete, transfer).
  */
 export type Action = 'read' | 'triage' | 'alerts' | 'manage' | 'own';
 

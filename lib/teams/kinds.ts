@@ -9,8 +9,10 @@ export const MEMBERSHIP_KIND = 'membership';
 export const INVITATION_KIND = 'invitation';
 export const SHARE_KIND = 'share';
 export const AUDIT_KIND = 'audit';
-/** Kinds under the project's scope besides its members. */
-export const SCOPED_KINDS = [INVITATION_KIND, SHARE_KIND, AUDIT_KIND] as const;
+/** A project's goals (lib/goals/goals.ts). */
+export const GOAL_KIND = 'goal';
+/** Kinds under the project's scope besides its members: a deleted project's are dropped with it. */
+export const SCOPED_KINDS = [INVITATION_KIND, SHARE_KIND, AUDIT_KIND, GOAL_KIND] as const;
 
 export const scopeOf = (projectId: string) => `project:${projectId}`;
 

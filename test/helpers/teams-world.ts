@@ -16,6 +16,7 @@ export interface World {
   invitationId: string;
   inviteToken: string;
   shareId: string;
+  goalId: string;
   shareToken: string;
   /** Text found in the project's events, name and records: no answer to an outsider may hold it. */
   secrets: string[];
@@ -56,10 +57,11 @@ export async function buildWorld(send: Send, tag: string, flush: () => Promise<v
   const alert = await call('POST', '/api/alerts', users.member, { on: 'new_issue', project: project.id, email: `alerts-${tag}@example.com` });
   const invitation = await call('POST', `/api/projects/${project.id}/invitations`, users.owner, { role: 'viewer' });
   const share = await call('POST', `/api/projects/${project.id}/shares`, users.owner, {});
+  const goal = await call('POST', `/api/projects/${project.id}/goals`, users.member, { name: `goal-${tag}`, page: '/checkout/**' });
   return {
     tag, project, users, issueId: issues.issues[0].id, alertId: alert.alert.id,
-    invitationId: invitation.id, inviteToken: invitation.token, shareId: share.id, shareToken: share.token,
-    secrets: [marker, name, project.key, `r-${tag}`, `target-${tag}`, `alerts-${tag}`],
+    invitationId: invitation.id, inviteToken: invitation.token, shareId: share.id, shareToken: share.token, goalId: goal.goal.id,
+    secrets: [marker, name, project.key, `r-${tag}`, `target-${tag}`, `alerts-${tag}`, `goal-${tag}`],
   };
 }
 
@@ -102,6 +104,9 @@ export const ENDPOINTS: Endpoint[] = [
   { method: 'POST', path: (w, id) => `${p(w, id)}/shares`, body: () => ({}), least: 'admin', ok: 201, changes: true },
   { method: 'GET', path: (w, id) => `${p(w, id)}/shares`, least: 'admin', ok: 200 },
   { method: 'DELETE', path: (w, id) => `${p(w, id)}/shares/${w.shareId}`, least: 'admin', ok: 200, changes: true },
+  { method: 'GET', path: (w, id) => `${p(w, id)}/goals`, least: 'viewer', ok: 200 },
+  { method: 'POST', path: (w, id) => `${p(w, id)}/goals`, body: (w) => ({ name: `more-${w.tag}`, event: 'signup' }), least: 'member', ok: 201, changes: true },
+  { method: 'DELETE', path: (w, id) => `${p(w, id)}/goals/${w.goalId}`, least: 'member', ok: 200, changes: true },
   // Only the share principal holds the link's token; anyone else tries one that is no link's.
   { method: 'GET', path: (w, _id, who) => `/api/shared/${who === 'share' ? w.shareToken : NO_SUCH_TOKEN}/stats`, least: 'shareToken', ok: 200 },
   { method: 'GET', path: (w, id) => `${p(w, id)}/audit`, least: 'admin', ok: 200 },
