@@ -40,6 +40,11 @@ export const blockPoints = (sql: postgres.Sql) => sql`watchtower_event_blocks b
 export type OwnerReads = ReturnType<typeof ownerReads>;
 
 export function ownerReads(sql: postgres.Sql) {
+  // The environment is a field of the event's text. Its value is read only when it is a string
+  // without an escaped NUL, which PostgreSQL's text cannot hold (the read would fail).
+  const environmentIs = (env: string) => sql`and case when json_typeof(event::json -> 'environment') = 'string'
+      and strpos((event::json -> 'environment')::text, '\\u0000') = 0 then event::json ->> 'environment' end = ${col(env)}`;
+
   /** The WHERE conditions of a filter (the user first, so the per-user indexes serve it). */
   const filterSql = (f: EventFilter) => {
     const { since, until } = isoBounds(f);
@@ -47,6 +52,7 @@ export function ownerReads(sql: postgres.Sql) {
       ${f.type !== undefined ? sql`and type = ${col(f.type)}` : sql``}
       ${f.version !== undefined ? sql`and app_version = ${col(f.version)}` : sql``}
       ${f.projectId !== undefined ? sql`and project_id = ${col(f.projectId)}` : sql``}
+      ${f.environment !== undefined ? environmentIs(f.environment) : sql``}
       ${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
       ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}`;
   };

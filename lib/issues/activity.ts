@@ -1,0 +1,71 @@
+// Distinct sessions and users of an issue per UTC day, next to its events per day (`daily`).
+// Distinct counts need the ids seen, which an issue rewritten on every slice cannot keep for 90
+// days: the counters (sessions.ts, small sketch) of the OPEN_DAYS latest days are kept, older days
+// keep their numbers only. Errors are grouped in the order they were stored, which is the order of
+// their receive times give or take a batch, so an event of a closed day only happens across
+// midnight under a long backlog; it then leaves that day's numbers as they are.
+import { addSession, DAY_SKETCH_BITS, emptySessions, type SessionCount } from './sessions.ts';
+
+export const OPEN_DAYS = 2;
+
+export interface OpenDay {
+  day: string;
+  sessions: SessionCount;
+  users: SessionCount;
+}
+
+export interface IssueActivity {
+  /** `[YYYY-MM-DD, distinct sessions, distinct users]`, oldest first, the days of `daily`. */
+  days: [string, number, number][];
+  open: OpenDay[];
+}
+
+export const emptyActivity = (): IssueActivity => ({ days: [], open: [] });
+
+export const copyActivity = (a: IssueActivity | undefined): IssueActivity => ({
+  days: (a?.days ?? []).map(([d, s, u]): [string, number, number] => [d, s, u]),
+  open: [...(a?.open ?? [])],
+});
+
+/**
+ * One event of `day` (mutated). `keep` is how many days the series keeps (the days of `daily`).
+ * Exact up to EXACT_SESSIONS a day, estimated past it, like the issue's own session count.
+ */
+export function addActivity(a: IssueActivity, day: string, sessionId: string | null, userId: string | null, keep: number): void {
+  let open = a.open.find((o) => o.day === day);
+  if (!open) {
+    if (a.open.length >= OPEN_DAYS && a.open.every((o) => o.day > day)) {
+      // A closed day: its ids are gone, so this event cannot be told apart. Only make sure the day is listed.
+      entry(a, day, keep);
+      return;
+    }
+    open = { day, sessions: emptySessions(DAY_SKETCH_BITS), users: emptySessions(DAY_SKETCH_BITS) };
+    a.open = [...a.open, open].sort((x, y) => (x.day < y.day ? -1 : 1)).slice(-OPEN_DAYS);
+  }
+  const i = a.open.indexOf(open);
+  const next = {
+    day,
+    sessions: sessionId ? addSession(open.sessions, sessionId) : open.sessions,
+    users: userId ? addSession(open.users, userId) : open.users,
+  };
+  a.open = a.open.map((o, j) => (j === i ? next : o));
+  const e = entry(a, day, keep);
+  e[1] = next.sessions.count;
+  e[2] = next.users.count;
+}
+
+function entry(a: IssueActivity, day: string, keep: number): [string, number, number] {
+  let e = a.days.find(([d]) => d === day);
+  if (!e) {
+    a.days.push((e = [day, 0, 0]));
+    a.days.sort((x, y) => (x[0] < y[0] ? -1 : 1));
+    if (a.days.length > keep) a.days.splice(0, a.days.length - keep);
+  }
+  return e;
+}
+
+/** The series as the API shows it: `[day, sessions, users]`, without the counters. */
+export const publicActivity = (a: IssueActivity | undefined) => ({
+  sessions: (a?.days ?? []).map(([d, s]): [string, number] => [d, s]),
+  users: (a?.days ?? []).map(([d, , u]): [string, number] => [d, u]),
+});
