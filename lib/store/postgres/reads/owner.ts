@@ -40,10 +40,13 @@ export const blockPoints = (sql: postgres.Sql) => sql`watchtower_event_blocks b
 export type OwnerReads = ReturnType<typeof ownerReads>;
 
 export function ownerReads(sql: postgres.Sql) {
-  // The environment is a field of the event's text. Its value is read only when it is a string
-  // without an escaped NUL, which PostgreSQL's text cannot hold (the read would fail).
-  const environmentIs = (env: string) => sql`and case when json_typeof(event::json -> 'environment') = 'string'
-      and strpos((event::json -> 'environment')::text, '\\u0000') = 0 then event::json ->> 'environment' end = ${col(env)}`;
+  // The environment is a field of the event's text, compared as JSON text with the string's
+  // JSON.stringify (how events are written), so a number never equals the string of its digits.
+  // PostgreSQL reads no JSON holding an escaped NUL (its text cannot hold one): both sides have it
+  // replaced by an escaped U+FFFD first, the same text change on the same canonical JSON, so such an
+  // environment matches as in the other stores rather than failing the read.
+  const environmentIs = (env: string) =>
+    sql`and (replace(event, '\\u0000', '\\ufffd')::json -> 'environment')::text = ${JSON.stringify(env).replaceAll('\\u0000', '\\ufffd')}`;
 
   /** The WHERE conditions of a filter (the user first, so the per-user indexes serve it). */
   const filterSql = (f: EventFilter) => {
