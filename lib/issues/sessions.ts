@@ -27,11 +27,21 @@ export interface SessionCount {
 
 export const emptySessions = (bits = P): SessionCount => ({ count: 0, exact: true, ids: [], sketch: '0'.repeat(1 << bits) });
 
-/** The count with one more session; the same object when nothing changed. Pure. */
-export function addSession(s: SessionCount, sessionId: string): SessionCount {
-  const [hi, lo] = fnv1a64Parts(sessionId);
+/** An id's two 32-bit hashes: `a` is kept while exact and picks the register, `b` gives the rank. */
+export interface IdHash { a: number; b: number }
+
+/** Hashes an id once, for the several counters one event adds it to. */
+export function hashId(id: string): IdHash {
+  const [hi, lo] = fnv1a64Parts(id);
   const a = mix32(lo ^ Math.imul(hi, 0x9e3779b1));
-  const b = mix32(hi ^ a);
+  return { a, b: mix32(hi ^ a) };
+}
+
+/** The count with one more session; the same object when nothing changed. Pure. */
+export const addSession = (s: SessionCount, sessionId: string): SessionCount => addHashed(s, hashId(sessionId));
+
+/** addSession with the id hashed already (hashId). Pure. */
+export function addHashed(s: SessionCount, { a, b }: IdHash): SessionCount {
   const index = a >>> (32 - Math.log2(s.sketch.length));
   const rank = Math.min(Math.clz32(b) + 1, DIGITS.length - 1);
   const current = DIGITS.indexOf(s.sketch[index]);

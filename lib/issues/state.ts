@@ -3,7 +3,7 @@
 import { HttpError } from '../http.ts';
 import { fnv1a64 } from './hash.ts';
 import { addActivity, copyActivity, emptyActivity, type IssueActivity, publicActivity } from './activity.ts';
-import { addSession, emptySessions, type SessionCount } from './sessions.ts';
+import { addHashed, emptySessions, hashId, type SessionCount } from './sessions.ts';
 import { addTags, copyTags, type EventTags, eventTags, eventUser, hasTag, type IssueTags, publicTags, type TaggedEvent } from './tags.ts';
 import { isLaterVersion } from './version.ts';
 
@@ -180,7 +180,9 @@ function created(event: IssueEvent, at: string): Issue {
   const tags: IssueTags = {};
   if (event.tags) addTags(tags, event.tags);
   const activity = emptyActivity();
-  addActivity(activity, at.slice(0, 10), event.sessionId, event.userId ?? null, DAILY_DAYS);
+  const session = event.sessionId ? hashId(event.sessionId) : null;
+  const user = event.userId ? hashId(event.userId) : null;
+  addActivity(activity, at.slice(0, 10), session, user, DAILY_DAYS);
   return {
     id: issueId(event.owner, event.project, event.fingerprint),
     fingerprint: event.fingerprint,
@@ -194,8 +196,8 @@ function created(event: IssueEvent, at: string): Issue {
     firstSeen: at,
     lastSeen: at,
     count: 1,
-    sessions: event.sessionId ? addSession(emptySessions(), event.sessionId) : emptySessions(),
-    users: event.userId ? addSession(emptySessions(), event.userId) : emptySessions(),
+    sessions: session ? addHashed(emptySessions(), session) : emptySessions(),
+    users: user ? addHashed(emptySessions(), user) : emptySessions(),
     tags,
     activity,
     versions: event.version ? { first: event.version, last: event.version, seen: [event.version], truncated: false } : { first: null, last: null, seen: [], truncated: false },
@@ -223,11 +225,13 @@ function step(next: Issue, event: IssueEvent, now: number): boolean {
   }
   if (at < next.firstSeen) next.firstSeen = at;
   next.count++;
-  if (event.sessionId) next.sessions = addSession(next.sessions, event.sessionId);
+  const session = event.sessionId ? hashId(event.sessionId) : null;
+  const user = event.userId ? hashId(event.userId) : null;
+  if (session) next.sessions = addHashed(next.sessions, session);
   next.users ??= emptySessions();
-  if (event.userId) next.users = addSession(next.users, event.userId);
+  if (user) next.users = addHashed(next.users, user);
   if (event.tags) addTags((next.tags ??= {}), event.tags);
-  addActivity((next.activity ??= emptyActivity()), at.slice(0, 10), event.sessionId, event.userId ?? null, DAILY_DAYS);
+  addActivity((next.activity ??= emptyActivity()), at.slice(0, 10), session, user, DAILY_DAYS);
   if (event.version) addVersion(next.versions, event.version, latest);
   addDay(next.daily, at.slice(0, 10));
   addRecent(next.recentEvents, event.id, at);
