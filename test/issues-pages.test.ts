@@ -333,8 +333,11 @@ function register() {
     await page.fill('input[name="threshold"]', '25');
     await page.fill('input[name="webhook"]', hookUrl);
     await page.fill('input[name="project"]', '7');
+    await page.fill('input[name="environment"]', 'production');
     await page.click('.alert-form button[type="submit"]');
     await page.waitForSelector('section[data-rule]');
+    assert.match((await page.locator('section[data-rule] h3').textContent())!, /in project 7 \(production only\)/);
+    assert.is((await (await api('/api/alerts')).json()).alerts[0].environment, 'production');
     assert.match((await page.locator('.dev-badge').textContent())!, /secret \(shown only now\): [0-9a-f]{64}/);
     assert.match((await page.locator('section[data-rule] h3').textContent())!, /An error spike, more than 25 errors in 5 minutes in project 7/);
 
