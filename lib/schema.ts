@@ -103,6 +103,7 @@ export const DEFAULT_LIST_LIMIT = 100;
 const EventsQuery = v.object({
   type: v.optional(v.pipe(v.string(), v.maxLength(64))),
   version: v.optional(v.pipe(v.string(), v.maxLength(64))),
+  environment: v.optional(v.pipe(v.string(), v.maxLength(64))),
   limit: v.optional(
     v.pipe(v.string(), v.regex(/^\d{1,7}$/), v.transform(Number), v.integer(), v.minValue(1), v.maxValue(MAX_LIST_LIMIT)),
     String(DEFAULT_LIST_LIMIT),
@@ -121,9 +122,9 @@ function present(params: URLSearchParams, names: readonly string[]): Record<stri
 
 /** GET /api/events query parameters (docs/api.md#list); a bad value is a 400 that names it. */
 export function parseEventsQuery(params: URLSearchParams): {
-  type?: string; version?: string; limit: number; since?: number; until?: number; before?: string;
+  type?: string; version?: string; environment?: string; limit: number; since?: number; until?: number; before?: string;
 } {
-  const result = v.safeParse(EventsQuery, present(params, ['type', 'version', 'limit']));
+  const result = v.safeParse(EventsQuery, present(params, ['type', 'version', 'environment', 'limit']));
   if (!result.success) {
     const name = v.getDotPath(result.issues[0]) ?? 'query';
     const hint = name === 'limit' ? `an integer from 1 to ${MAX_LIST_LIMIT}` : 'a string of at most 64 characters';

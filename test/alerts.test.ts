@@ -47,7 +47,7 @@ test('parseAlertRule: defaults, a generated webhook secret, and what each kind n
   const ctx = { userId: 'u1', id: 'r9', now: T0 };
   const r = parseAlertRule({ on: 'new_issue', webhook: 'https://hooks.example.com/x' }, ctx);
   assert.equal({ ...r, webhook: { ...r.webhook!, secret: '' } }, {
-    id: 'r9', userId: 'u1', project: null, kind: 'new_issue', threshold: null, route: null, cooldownMs: COOLDOWN_MS,
+    id: 'r9', userId: 'u1', project: null, kind: 'new_issue', threshold: null, route: null, environment: null, cooldownMs: COOLDOWN_MS,
     webhook: { url: 'https://hooks.example.com/x', secret: '' }, email: [], enabled: true, createdAt: '2026-05-16T12:00:00.000Z',
   });
   assert.match(r.webhook!.secret, /^[0-9a-f]{64}$/);

@@ -23,7 +23,7 @@ const errorsOf = (from: number, count: number, tag: string, distinctEvery = 0) =
     const k = from + i;
     const message = distinctEvery && k % distinctEvery === 0 ? `Error: widget ${word(k)} failed` : BUGS[k % BUGS.length];
     const fn = distinctEvery && k % distinctEvery === 0 ? `render_${word(k)}` : ['addToCart', 'setQuantity', 'applyCoupon'][k % 3];
-    return { id: `${tag}-${k}`, type: 'error', message, data: { stack: `${message}\n    at ${fn} (https://shop.example/app.js:1:1)` } };
+    return { id: `${tag}-${k}`, type: 'error', message, data: { stack: `${message}\n    at ${fn} (https://shop.example/app.js:1:1)` }, environment: k % 2 ? 'production' : 'staging', userId: `user-${k % 7}` };
   });
 
 /** Sends `total` errors in batches of 500, concurrently `parallel` at a time; resolves once all are acknowledged. */
@@ -49,14 +49,16 @@ async function sendErrors(server: RunningServer, total: number, tag: string, par
   return acked;
 }
 
-async function issues(server: RunningServer): Promise<{ id: string; count: number }[]> {
+interface Shown { id: string; count: number; users: { count: number }; tags: { environment: { values: { value: string; count: number }[]; total: number } } }
+
+async function issues(server: RunningServer): Promise<Shown[]> {
   const res = await fetch(`${server.url}/api/issues?limit=100`, { headers: user });
   assert.is(res.status, 200);
   return (await res.json()).issues;
 }
 
 /** Waits until the issues count `total` errors (or the time is up), then a little more to see it stays. */
-async function settled(server: RunningServer, total: number, withinMs = 30_000): Promise<{ id: string; count: number }[]> {
+async function settled(server: RunningServer, total: number, withinMs = 30_000): Promise<Shown[]> {
   const end = Date.now() + withinMs;
   let now = await issues(server);
   while (now.reduce((s, i) => s + i.count, 0) < total && Date.now() < end) {
@@ -102,6 +104,12 @@ test('kill -9 right after 6,000 acknowledged errors of 3 bugs: after restart, 3 
     const after = await settled(server, 6_000);
     assert.is(after.length, 3);
     assert.equal(after.map((i) => i.count).sort(), [2_000, 2_000, 2_000]);
+    // What issues derive from their events is rebuilt as exactly as the counts: each bug's errors
+    // alternate between the two environments and come from all 7 users.
+    for (const i of after) {
+      assert.equal(i.tags.environment.values.map((v) => v.count), [1_000, 1_000], JSON.stringify(i.tags.environment));
+      assert.is(i.users.count, 7);
+    }
     // Alerts go out in the background: give them a moment, then no issue may have been announced twice.
     await new Promise((r) => setTimeout(r, 1_500));
     assert.is(new Set(hook.newIssues).size, hook.newIssues.length, `announced: ${hook.newIssues.join(', ')}`);

@@ -216,6 +216,111 @@ function register() {
     noProblems();
   });
 
+  test('Issues: search box, filters and sort in the URL; tags, users and releases; older and newer events; library frames folded; axe-clean light and dark', async () => {
+    const firefox = 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0';
+    const stack = 'TypeError: total is NaN\n    at computeTotal (https://shop.example.com/assets/app.js:10:5)\n' +
+      '    at sum (https://shop.example.com/node_modules/lodash/sum.js:3:9)\n    at reduce (https://shop.example.com/node_modules/lodash/reduce.js:7:2)\n' +
+      '    at render (https://shop.example.com/assets/app.js:20:1)';
+    const bug = (fields: Record<string, unknown>) => ({ type: 'error', message: 'TypeError: total is NaN', data: { stack }, ...fields });
+    for (const events of [
+      [bug({ environment: 'staging', deployVersion: '4.0.0', userId: 'ada', sessionId: 'n1' })],
+      [bug({ environment: 'production', deployVersion: '4.1.0', userId: 'bob', sessionId: 'n2' })],
+      [bug({ environment: 'production', deployVersion: '4.1.0', userId: 'cy', sessionId: 'n3', route: '/basket' })],
+    ]) {
+      const res = await handler(new Request(`${base}/api/events`, { method: 'POST', headers: { 'x-idp-user-id': 'pat', 'content-type': 'application/json', 'user-agent': firefox }, body: JSON.stringify({ events }) }));
+      assert.is(res.status, 200);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await handler.monitor.flush();
+
+    const page = await context.newPage();
+    await page.goto(`${base}/issues/?status=all`);
+    await page.waitForSelector('form[role="search"]');
+    await page.fill('input[name="query"]', 'TOTAL is');
+    await page.click('form[role="search"] button[type="submit"]');
+    await page.waitForURL(/query=TOTAL\+is/);
+    await page.waitForSelector('tr[data-issue]');
+    assert.equal(await page.locator('tr[data-issue] .issue-title').allTextContents(), ['TypeError: total is NaN']);
+    assert.is(await page.inputValue('input[name="query"]'), 'TOTAL is', 'the search box shows what was asked');
+    await page.fill('input[name="query"]', '');
+    await page.fill('input[name="environment"]', 'production');
+    await page.fill('input[name="browser"]', 'Firefox');
+    await page.click('form[role="search"] button[type="submit"]');
+    await page.waitForURL(/environment=production/);
+    assert.match(page.url(), /browser=Firefox/);
+    assert.match(page.url(), /status=all/, 'the status tab rides along');
+    await page.waitForSelector('tr[data-issue]');
+    assert.equal(await page.locator('tr[data-issue] .issue-title').allTextContents(), ['TypeError: total is NaN'], 'only its events came with an environment');
+    await page.selectOption('select[name="sort"]', 'users');
+    await page.waitForURL(/sort=users/);
+    await page.fill('input[name="environment"]', 'qa');
+    await page.click('form[role="search"] button[type="submit"]');
+    await page.waitForURL(/environment=qa/);
+    await page.waitForSelector('text=No issues here.');
+    await checkAxe(page.url(), 'the searched list');
+
+    await page.goto(`${base}/issues/?query=total`);
+    await page.click('tr[data-issue] a');
+    await page.waitForSelector('nav.event-nav');
+    const fact = (name: string) => page.locator(`.facts dt:text-is("${name}") + dd`).textContent();
+    assert.equal([await fact('Users'), await fact('Sessions'), await fact('First release'), await fact('Last release')], ['3', '3', '4.0.0', '4.1.0']);
+    assert.equal(await page.locator('[data-tag="environment"] li').evaluateAll((lis) => lis.map((li) => [li.getAttribute('data-value'), li.querySelector('.num')?.textContent])),
+      [['production', '2 (67%)'], ['staging', '1 (33%)']]);
+    assert.equal(await page.locator('[data-tag="browser"] li').getAttribute('data-value'), 'Firefox');
+    assert.equal(await page.locator('[data-tag="page"] li').getAttribute('data-value'), '/basket');
+    assert.equal(await page.locator('table.activity tbody tr').first().locator('td').allTextContents(), ['3', '3', '3']);
+
+    // The latest event: nothing newer; the library frames folded behind their toggle.
+    assert.ok(await page.locator('[data-nav="newer"]').isDisabled());
+    assert.is(await page.locator('tr[data-event][aria-current="true"] td').nth(2).textContent(), '4.1.0');
+    const library = page.locator('li.frame:not(.in-app)');
+    assert.is(await library.count(), 2);
+    assert.equal(await library.evaluateAll((lis) => lis.map((li) => (li as HTMLElement).hidden)), [true, true]);
+    assert.ok(await page.locator('li.frame.in-app').first().isVisible());
+    const toggle = page.locator('[data-action="library-frames"]');
+    assert.is(await toggle.textContent(), 'Show 2 library frames');
+    await checkAxe(page.url(), 'the issue');
+    await toggle.click();
+    assert.is(await toggle.getAttribute('aria-expanded'), 'true');
+    assert.ok(await library.first().isVisible());
+
+    await page.click('[data-nav="older"]');
+    await page.waitForURL(/event=/);
+    await page.waitForSelector('[data-nav="newer"]:not([disabled])');
+    assert.is(await page.locator('tr[data-event][aria-current="true"] td').nth(1).textContent(), 'TypeError: total is NaN');
+    assert.is(await page.locator('tr[data-event][aria-current="true"]').getAttribute('data-event'), new URL(page.url()).searchParams.get('event'));
+    await page.click('[data-nav="older"]');
+    await page.waitForSelector('[data-nav="older"][disabled]');
+    assert.is(await page.locator('tr[data-event][aria-current="true"] td').nth(2).textContent(), '4.0.0', 'the oldest: first release');
+    await page.click('[data-nav="newer"]');
+    await page.waitForSelector('[data-nav="older"]:not([disabled])');
+    await page.close();
+    noProblems();
+  });
+
+  /** axe-core on `url` in light and dark: no serious or critical violation. */
+  async function checkAxe(url: string, what: string): Promise<void> {
+    const { readFileSync } = await import('node:fs');
+    const axeSource = readFileSync(`${ROOT}/node_modules/axe-core/axe.min.js`, 'utf8');
+    for (const colorScheme of ['light', 'dark'] as const) {
+      // axe is injected inline, which the pages' Content-Security-Policy forbids: this context bypasses it.
+      const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme, bypassCSP: true });
+      await ctx.route('**/assets/config.js', (route) => route.fulfill({ status: 200, contentType: 'application/javascript', body: DEV_CONFIG }));
+      await ctx.addInitScript(() => localStorage.setItem('service_idp_user_id', 'pat'));
+      const page = await ctx.newPage();
+      await page.goto(url);
+      await page.waitForFunction(() => document.getElementById('guard')?.hidden === true);
+      await page.addScriptTag({ content: axeSource });
+      const found = await page.evaluate(async () => {
+        const axe = (window as unknown as { axe: { run(d: Document, o: object): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe;
+        return (await axe.run(document, { resultTypes: ['violations'] })).violations;
+      });
+      await ctx.close();
+      const serious = found.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+      assert.equal(serious, [], `${what} (${colorScheme})`);
+    }
+  }
+
   test('Alerts: e-mail shown disabled; create a rule, send a test to a real webhook, see the delivery, delete it', async () => {
     const page = await context.newPage();
     await page.goto(`${base}/alerts/`);
@@ -228,8 +333,11 @@ function register() {
     await page.fill('input[name="threshold"]', '25');
     await page.fill('input[name="webhook"]', hookUrl);
     await page.fill('input[name="project"]', '7');
+    await page.fill('input[name="environment"]', 'production');
     await page.click('.alert-form button[type="submit"]');
     await page.waitForSelector('section[data-rule]');
+    assert.match((await page.locator('section[data-rule] h3').textContent())!, /in project 7 \(production only\)/);
+    assert.is((await (await api('/api/alerts')).json()).alerts[0].environment, 'production');
     assert.match((await page.locator('.dev-badge').textContent())!, /secret \(shown only now\): [0-9a-f]{64}/);
     assert.match((await page.locator('section[data-rule] h3').textContent())!, /An error spike, more than 25 errors in 5 minutes in project 7/);
 

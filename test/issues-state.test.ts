@@ -170,10 +170,14 @@ test('publicIssue: the session count without the internal sketch', () => {
 });
 
 test('issueEventOf: a stored event and its grouping feed the state machine', () => {
-  const stored = { ...normalise({ type: 'error', message: 'Uncaught TypeError: x is undefined', sessionId: 's9', deployVersion: '3.1.0' }, { now: T0, owner: 'u7', newId: () => 'evt-1' }), projectId: '42' };
+  const stored = { ...normalise({ type: 'error', message: 'Uncaught TypeError: x is undefined', sessionId: 's9', deployVersion: '3.1.0', userId: 'ada', environment: 'production', route: '/cart' }, { now: T0, owner: 'u7', newId: () => 'evt-1' }), projectId: '42', client: { browser: 'Firefox', os: 'Linux', device: 'desktop' } };
   const grouping = groupEvent(stored);
   const e = issueEventOf(stored, grouping);
-  assert.equal(e, { id: 'evt-1', fingerprint: grouping.fingerprint, title: 'TypeError: x is undefined', culprit: null, owner: 'u7', project: '42', sessionId: 's9', version: '3.1.0' });
+  assert.equal(e, {
+    userId: 'ada', tags: { browser: 'Firefox', os: 'Linux', device: 'desktop', release: '3.1.0', environment: 'production', page: '/cart' },
+    message: 'Uncaught TypeError: x is undefined',
+    id: 'evt-1', fingerprint: grouping.fingerprint, title: 'TypeError: x is undefined', culprit: null, owner: 'u7', project: '42', sessionId: 's9', version: '3.1.0',
+  });
 });
 
 test('parseStatusChange: the three statuses, a version only with resolved, anything else a 400', () => {
@@ -226,7 +230,7 @@ test('applyEvents: the same issue and transitions as applyEvent one event at a t
   const frozen = JSON.stringify(resolved);
   const later = [0, 1, 2].map((i) => ({ event: ev(), now: T + (101 + i) * 3_600_000 }));
   const r = applyEvents(resolved, later);
-  assert.equal(r.transitions, [{ transition: 'regression', at: later[0].now }]);
+  assert.equal(r.transitions, [{ transition: 'regression', at: later[0].now, environment: null }]);
   assert.equal([r.issue.status, r.issue.substatus, r.issue.count], ['unresolved', 'regressed', 43]);
   assert.is(JSON.stringify(resolved), frozen);
 });

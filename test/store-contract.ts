@@ -705,6 +705,39 @@ export function storeContract(
     });
   }
 
+  t('environment: list keeps the events whose environment field is the string asked for, with the other filters and pages', async () => {
+    const store = await open();
+    const now = Date.now();
+    const envs: unknown[] = ['production', 'staging', undefined, 5, '5', { name: 'production' }, 'Production'];
+    const all: StoredEvent[] = [];
+    for (let i = 0; i < 140; i++) {
+      const env = envs[i % envs.length];
+      const e = ev({ id: `env-${i}`, type: i % 3 === 0 ? 'error' : 'click', ...(env === undefined ? {} : { environment: env }) }, i % 11 === 0 ? 'someone-else' : 'en', now - (140 - i) * 60_000);
+      all.push(e);
+    }
+    for (let i = 0; i < all.length; i += 23) await store.insert(all.slice(i, i + 23));
+    const of = (env: string, type?: string) =>
+      all.filter((e) => e.user_id === 'en' && e.environment === env && (type === undefined || e.type === type)).reverse().map((e) => e.id);
+    const listed = async (q: Omit<EventQuery, 'userId'>) => {
+      const out: string[] = [];
+      let before: string | undefined;
+      do {
+        const page = await store.list({ userId: 'en', ...q, ...(before ? { before } : {}) });
+        out.push(...page.events.map((e) => e.id));
+        before = page.nextCursor ?? undefined;
+      } while (before);
+      return out;
+    };
+    const production = await listed({ environment: 'production', limit: 7 });
+    assert.ok(production.length > 10);
+    assert.equal(production, of('production'));
+    assert.equal(await listed({ environment: 'production', type: 'error', limit: 1000 }), of('production', 'error'));
+    assert.equal(await listed({ environment: '5', limit: 1000 }), of('5'), 'the number 5 is not the environment "5"');
+    assert.equal(await listed({ environment: 'staging', since: now - 60 * 60_000, limit: 1000 }),
+      all.filter((e) => e.user_id === 'en' && e.environment === 'staging' && Date.parse(e.receivedAt) >= now - 60 * 60_000).reverse().map((e) => e.id));
+    assert.equal(await listed({ environment: 'nowhere', limit: 10 }), []);
+  });
+
   for (const [file, fixture] of statsFixtures()) {
     t(`stats fixture ${file}: ${fixture.description}`, async () => {
       const store = await open();

@@ -23,6 +23,9 @@ export interface IssueChange {
   issue: Issue;
   transition: Transition | null;
   at: number;
+  /** The environment of the event behind it (null: none), and whether it was the issue's first there. */
+  environment?: string | null;
+  firstInEnvironment?: boolean;
 }
 
 export interface AlertEngineOptions {
@@ -94,7 +97,7 @@ export class AlertEngine {
       const alerts = new Map<string, Alert[]>();
       for (const change of changes) {
         for (const rule of rules) {
-          const alert = evaluateTransition(rule, change.issue, change.transition, change.at);
+          const alert = evaluateTransition(rule, change.issue, change.transition, change.at, change);
           if (alert) add(alerts, rule.id, alert);
         }
       }
@@ -113,8 +116,8 @@ export class AlertEngine {
         for (const rule of rules) {
           if (!rule.enabled) continue;
           let alert: Alert | null = null;
-          if (rule.kind === 'error_spike') alert = evaluateErrorSpike(rule, await metrics.errorCounts(rule.userId, rule.project, now), now);
-          if (rule.kind === 'slow_route') alert = evaluateSlowRoute(rule, await metrics.routeDurations(rule.userId, rule.project, now), now);
+          if (rule.kind === 'error_spike') alert = evaluateErrorSpike(rule, await metrics.errorCounts(rule.userId, rule.project, now, rule.environment ?? null), now);
+          if (rule.kind === 'slow_route') alert = evaluateSlowRoute(rule, await metrics.routeDurations(rule.userId, rule.project, now, rule.environment ?? null), now);
           if (alert) add(alerts, rule.id, alert);
         }
       }

@@ -48,9 +48,17 @@ export function summarise(issue: Issue): IssueSummary {
   };
 }
 
-/** new_issue and regression rules: the transition applyEvent returned for an issue. */
-export function evaluateTransition(rule: AlertRule, issue: Issue, transition: Transition | null, at: number): Alert | null {
+/**
+ * new_issue and regression rules: the transition applyEvent returned for an issue, with the
+ * environment of the event behind it. A rule with an environment hears regressions of events of that
+ * environment, and as new issues the issue's first event there (`firstInEnvironment`); a rule without
+ * one ignores those first events (it heard the issue's first event).
+ */
+export function evaluateTransition(rule: AlertRule, issue: Issue, transition: Transition | null, at: number, event: { environment?: string | null; firstInEnvironment?: boolean } = {}): Alert | null {
   if (transition === null || !ruleCovers(rule, issue.owner, issue.project)) return null;
+  const watched = rule.environment ?? null;
+  if (watched === null ? event.firstInEnvironment === true : event.environment !== watched) return null;
+  if (watched !== null && transition === 'new' && event.firstInEnvironment !== true) return null;
   if (rule.kind === 'new_issue' && transition === 'new') return { kind: 'new_issue', at, issue: summarise(issue) };
   if (rule.kind === 'regression' && transition === 'regression') return { kind: 'regression', at, issue: summarise(issue) };
   return null;

@@ -4,14 +4,18 @@
 import type { StoredEvent } from '../event.ts';
 import { pageloadDuration } from '../stats.ts';
 import { routeKey } from '../event-keys.ts';
+import { environmentOf } from '../issues/tags.ts';
 import { type ErrorCounts, SLOW_ROUTE_WINDOW_MS, SPIKE_BASELINE_MS, SPIKE_WINDOW_MS } from './evaluate.ts';
 
-/** What the engine asks about recent traffic; a store may answer it with queries instead. */
+/**
+ * What the engine asks about recent traffic; a store may answer it with queries instead. An
+ * `environment` counts only events of that environment; null or absent, all of them.
+ */
 export interface AlertMetrics {
   /** Errors of the owner (one project, or all when null) received in the last 5 minutes and the hour before. */
-  errorCounts(userId: string, project: string | null, now: number): ErrorCounts | Promise<ErrorCounts>;
+  errorCounts(userId: string, project: string | null, now: number, environment?: string | null): ErrorCounts | Promise<ErrorCounts>;
   /** Page-load durations (ms) per route key received in the last 15 minutes. */
-  routeDurations(userId: string, project: string | null, now: number): Record<string, number[]> | Promise<Record<string, number[]>>;
+  routeDurations(userId: string, project: string | null, now: number, environment?: string | null): Record<string, number[]> | Promise<Record<string, number[]>>;
 }
 
 const MINUTE = 60_000;
@@ -22,9 +26,9 @@ export const RECENT_ROUTES = 500;
 export const RECENT_SAMPLES = 2_000;
 
 interface OwnerWindow {
-  /** project → minute → errors. */
+  /** `project\0environment` → minute → errors. */
   errors: Map<string, Map<number, number>>;
-  /** `project\0route` → [receive time, duration], oldest first. */
+  /** `project\0environment\0route` → [receive time, duration], oldest first. */
   loads: Map<string, [number, number][]>;
 }
 
@@ -47,7 +51,8 @@ export class RecentMetrics implements AlertMetrics {
     this.owners.set(e.user_id, w);
     if (this.owners.size > RECENT_OWNERS) this.owners.delete(this.owners.keys().next().value!);
 
-    const project = e.projectId ?? '';
+    // '' is no environment: environments are 1–64 characters (tags.ts).
+    const project = `${e.projectId ?? ''}\u0000${environmentOf(e) ?? ''}`;
     if (e.type === 'error') {
       let minutes = w.errors.get(project);
       if (!minutes) w.errors.set(project, (minutes = new Map()));
@@ -66,15 +71,16 @@ export class RecentMetrics implements AlertMetrics {
     trim(samples, at);
   }
 
-  errorCounts(userId: string, project: string | null, now: number): ErrorCounts {
+  errorCounts(userId: string, project: string | null, now: number, environment: string | null = null): ErrorCounts {
     const counts = { last5Minutes: 0, previousHour: 0 };
     const w = this.owners.get(userId);
     if (!w) return counts;
     const current = Math.floor(now / MINUTE);
     const recentFrom = current - SPIKE_WINDOW_MS / MINUTE + 1;
     const baselineFrom = recentFrom - SPIKE_BASELINE_MS / MINUTE;
-    for (const [p, minutes] of w.errors) {
-      if (project !== null && p !== project) continue;
+    for (const [key, minutes] of w.errors) {
+      const [p, env] = key.split('\u0000');
+      if ((project !== null && p !== project) || (environment !== null && env !== environment)) continue;
       for (const [m, n] of minutes) {
         if (m >= recentFrom && m <= current) counts.last5Minutes += n;
         else if (m >= baselineFrom && m < recentFrom) counts.previousHour += n;
@@ -83,13 +89,14 @@ export class RecentMetrics implements AlertMetrics {
     return counts;
   }
 
-  routeDurations(userId: string, project: string | null, now: number): Record<string, number[]> {
+  routeDurations(userId: string, project: string | null, now: number, environment: string | null = null): Record<string, number[]> {
     const out: Record<string, number[]> = {};
     const w = this.owners.get(userId);
     if (!w) return out;
     for (const [key, samples] of w.loads) {
-      const [p, route] = key.split('\u0000');
-      if (project !== null && p !== project) continue;
+      const [p, env] = key.split('\u0000', 2);
+      if ((project !== null && p !== project) || (environment !== null && env !== environment)) continue;
+      const route = key.slice(p.length + env.length + 2);
       trim(samples, now);
       if (samples.length === 0) {
         w.loads.delete(key);

@@ -21,6 +21,11 @@ export interface AlertRule {
   threshold: number | null;
   /** slow_route: the one route to watch; null watches every route. */
   route: string | null;
+  /**
+   * Only events of this environment (their `environment` field); null or absent: every event. A
+   * new_issue rule with one hears an issue's first event in that environment.
+   */
+  environment?: string | null;
   /** At most one notification per this many ms (COOLDOWN_MS by default). */
   cooldownMs: number;
   webhook: WebhookTarget | null;
@@ -44,12 +49,12 @@ export function newWebhookSecret(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-const FIELDS = new Set(['on', 'project', 'threshold', 'route', 'cooldownMinutes', 'webhook', 'secret', 'email', 'enabled']);
+const FIELDS = new Set(['on', 'project', 'threshold', 'route', 'environment', 'cooldownMinutes', 'webhook', 'secret', 'email', 'enabled']);
 const EMAIL = /^[^\s@<>(),;:"]+@[^\s@<>(),;:"]+\.[^\s@<>(),;:"]+$/;
 
 /**
  * Reads a rule from a request body (POST /api/alerts):
- * `{ on, project?, threshold?, route?, cooldownMinutes?, webhook?, secret?, email?, enabled? }`.
+ * `{ on, project?, threshold?, route?, environment?, cooldownMinutes?, webhook?, secret?, email?, enabled? }`.
  * `threshold` is required for error_spike (errors, ≥ 1) and slow_route (ms, ≥ 1); `email` is one
  * address or a list; `webhook` a URL; at least one of webhook and email. The webhook secret is
  * generated unless given (≥ 16 characters). Anything else is `400 invalid_body` naming the field.
@@ -65,6 +70,7 @@ export function parseAlertRule(body: unknown, ctx: { userId: string; id: string;
   const project = optionalString(b.project, 128, () => invalid('project', 'must be a string of 1–128 characters'));
   const route = optionalString(b.route, 512, () => invalid('route', 'must be a path starting with /'));
   if (route !== null && (kind !== 'slow_route' || !route.startsWith('/'))) throw invalid('route', 'must be a path starting with / (slow_route only)');
+  const environment = optionalString(b.environment, 64, () => invalid('environment', 'must be a string of 1–64 characters'));
 
   let threshold: number | null = null;
   if (kind === 'error_spike' || kind === 'slow_route') {
@@ -112,6 +118,7 @@ export function parseAlertRule(body: unknown, ctx: { userId: string; id: string;
     kind,
     threshold,
     route,
+    environment,
     cooldownMs,
     webhook,
     email: email as string[],
@@ -132,6 +139,7 @@ export function patchAlertRule(rule: AlertRule, body: unknown): AlertRule {
     project: rule.project,
     threshold: rule.threshold,
     route: rule.route,
+    environment: rule.environment ?? null,
     cooldownMinutes: rule.cooldownMs / 60_000,
     webhook: rule.webhook?.url ?? null,
     email: rule.email,
@@ -170,6 +178,7 @@ export function publicRule(rule: AlertRule, options: { secret?: boolean } = {}) 
     project: rule.project,
     threshold: rule.threshold,
     route: rule.route,
+    environment: rule.environment ?? null,
     cooldownMinutes: rule.cooldownMs / 60_000,
     email: rule.email,
     webhook: rule.webhook?.url ?? null,

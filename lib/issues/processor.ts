@@ -11,7 +11,7 @@ import { FEED_LIMITS, IssueFeed, type ErrorSource, type FeedLimits, type Taken }
 import { loadProgress, progressRecords } from './progress.ts';
 import { OVERFLOW_FINGERPRINT, type RecordIssueStore } from './records.ts';
 import { SourceMapCache, type SourceMapLookup, symbolicate, type SymbolicatedFrame } from './sourcemap.ts';
-import { applyEvent, applyEvents, type Issue, issueEventOf, issueId, type Transition } from './state.ts';
+import { applyEvent, applyEvents, type Issue, issueEventOf, issueId, type Transition, type Transitioned } from './state.ts';
 import { unref } from './timer.ts';
 
 /** Where issues are read and written: RecordIssueStore, or a test's. */
@@ -25,8 +25,11 @@ export interface IssueProcessorOptions {
   source: ErrorSource & { issueLease?(): Promise<boolean> };
   /** Uploaded source maps of an owner; absent: frames are grouped as reported. */
   sourceMaps?: (owner: string | null, project: string | null) => SourceMapLookup;
-  /** Hears every issue change with a transition (AlertEngine.push). */
-  onTransition?: (change: { issue: Issue; transition: Transition; at: number }) => void;
+  /**
+   * Hears every issue change with a transition (AlertEngine.push), with the environment of the event
+   * that caused it; `firstInEnvironment` marks an issue's first event in an environment (a `new`).
+   */
+  onTransition?: (change: { issue: Issue; transition: Transition; at: number; environment: string | null; firstInEnvironment?: boolean }) => void;
   /** Hears every stored error and page load (RecentMetrics.record). */
   onEvent?: (event: StoredEvent) => void;
   cache?: SourceMapCache;
@@ -266,7 +269,7 @@ export class IssueProcessor {
     }
     const changes = await this.exclusive(async () => {
       const { issues } = this.options;
-      const out: { issue: Issue; transitions: { transition: Transition; at: number }[] }[] = [];
+      const out: { issue: Issue; transitions: Transitioned[]; firstIn: Transitioned[] }[] = [];
       const created: Issue[] = [];
       for (const { current, events } of (await this.withinLimit(byIssue)).values()) {
         await pace();
@@ -281,7 +284,10 @@ export class IssueProcessor {
       return out;
     });
     // Alerts describe the issue as it stands after the slice (its count includes the burst).
-    for (const { issue, transitions } of changes) for (const { transition, at } of transitions) this.options.onTransition?.({ issue, transition, at });
+    for (const { issue, transitions, firstIn } of changes) {
+      for (const { transition, at, environment } of transitions) this.options.onTransition?.({ issue, transition, at, environment: environment ?? null });
+      for (const { transition, at, environment } of firstIn) this.options.onTransition?.({ issue, transition, at, environment: environment ?? null, firstInEnvironment: true });
+    }
   }
 
   /**

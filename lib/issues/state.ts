@@ -2,7 +2,9 @@
 // values, so every store can persist an issue as it is (one JSON document per issue).
 import { HttpError } from '../http.ts';
 import { fnv1a64 } from './hash.ts';
-import { addSession, emptySessions, type SessionCount } from './sessions.ts';
+import { addActivity, copyActivity, emptyActivity, type IssueActivity, publicActivity } from './activity.ts';
+import { addHashed, emptySessions, hashId, type SessionCount } from './sessions.ts';
+import { addTags, copyTags, type EventTags, eventTags, eventUser, hasTag, type IssueTags, publicTags, type TaggedEvent } from './tags.ts';
 import { isLaterVersion } from './version.ts';
 
 export type IssueStatus = 'unresolved' | 'resolved' | 'ignored';
@@ -20,6 +22,8 @@ export interface Issue {
   /** Title and culprit of the latest event, so an upload of source maps improves them. */
   title: string;
   culprit: string | null;
+  /** The latest event's message, cut to MESSAGE_LENGTH, for search. Absent on issues of earlier versions until their next event. */
+  message?: string | null;
   status: IssueStatus;
   /** Set only while unresolved. */
   substatus: IssueSubstatus | null;
@@ -28,6 +32,12 @@ export interface Issue {
   lastSeen: string;
   count: number;
   sessions: SessionCount;
+  /** Distinct `userId`s of the events, counted like sessions. The three fields below are absent on issues of earlier versions until their next event, and count from it. */
+  users?: SessionCount;
+  /** Tag distributions (lib/issues/tags.ts). */
+  tags?: IssueTags;
+  /** Distinct sessions and users per day (lib/issues/activity.ts). */
+  activity?: IssueActivity;
   versions: IssueVersions;
   /** Events per UTC day, `[YYYY-MM-DD, count]`, oldest first, the last DAILY_DAYS days that had any. */
   daily: [string, number][];
@@ -62,11 +72,23 @@ export interface IssueEvent {
   project: string | null;
   sessionId: string | null;
   version: string | null;
+  /** The event's `userId` field, tags (lib/issues/tags.ts) and message; absent: none. */
+  userId?: string | null;
+  tags?: EventTags;
+  message?: string | null;
+}
+
+/** A transition, and when and in which environment (null: none said) the event that caused it came. */
+export interface Transitioned {
+  transition: Transition;
+  at: number;
+  environment?: string | null;
 }
 
 export const DAILY_DAYS = 90;
 export const MAX_VERSIONS = 50;
 export const RECENT_EVENTS = 10;
+export const MESSAGE_LENGTH = 500;
 
 /** The issue id for an owner, project and fingerprint: 16 hex digits. */
 export const issueId = (owner: string | null, project: string | null, fingerprint: string): string =>
@@ -74,10 +96,13 @@ export const issueId = (owner: string | null, project: string | null, fingerprin
 
 /** A stored event (lib/event.ts) and its grouping (groupEvent) → what applyEvent takes. */
 export function issueEventOf(
-  event: { id: string; user_id: string | null; projectId?: string; sessionId: string | null; deployVersion: string | null },
+  event: TaggedEvent & { id: string; user_id: string | null; projectId?: string; sessionId: string | null; message?: string | null },
   grouping: { fingerprint: string; title: string; culprit: string | null },
 ): IssueEvent {
   return {
+    userId: eventUser(event),
+    tags: eventTags(event),
+    message: typeof event.message === 'string' ? event.message.slice(0, MESSAGE_LENGTH) : null,
     id: event.id,
     fingerprint: grouping.fingerprint,
     title: grouping.title,
@@ -100,28 +125,34 @@ export function issueEventOf(
  * - `ignored` stays ignored.
  * Counts, sessions, versions and the daily series grow in every status. Pure: returns a new issue.
  */
-export function applyEvent(issue: Issue | null, event: IssueEvent, now: number): { issue: Issue; transition: Transition | null } {
-  const { issue: next, transitions } = applyEvents(issue, [{ event, now }]);
-  return { issue: next, transition: transitions[0]?.transition ?? null };
+export function applyEvent(issue: Issue | null, event: IssueEvent, now: number): { issue: Issue; transition: Transition | null; firstIn: Transitioned[] } {
+  const { issue: next, transitions, firstIn } = applyEvents(issue, [{ event, now }]);
+  return { issue: next, transition: transitions[0]?.transition ?? null, firstIn };
 }
 
 /**
  * Several events of one issue, in order: the same as applying them one by one with applyEvent, but
  * on one working copy, so a burst of one bug costs one copy of the issue rather than one per event.
- * Returns the issue after the last event and each transition with the receive time (ms) of the
- * event that caused it (at most one `new`, then at most one `regression` per resolve). Pure.
+ * Returns the issue after the last event and each transition with the receive time (ms) and
+ * environment of the event that caused it (at most one `new`, then at most one `regression` per
+ * resolve); `firstIn` has a `new` for each event that was the issue's first in its environment (as
+ * far as the environments counted in its tags tell), for alert rules that watch one environment. Pure.
  */
-export function applyEvents(issue: Issue | null, events: readonly { event: IssueEvent; now: number }[]): { issue: Issue; transitions: { transition: Transition; at: number }[] } {
+export function applyEvents(issue: Issue | null, events: readonly { event: IssueEvent; now: number }[]): { issue: Issue; transitions: Transitioned[]; firstIn: Transitioned[] } {
   if (events.length === 0) {
     if (issue === null) throw new TypeError('applyEvents needs an issue or an event');
-    return { issue, transitions: [] };
+    return { issue, transitions: [], firstIn: [] };
   }
-  const transitions: { transition: Transition; at: number }[] = [];
+  const transitions: Transitioned[] = [];
+  const firstIn: Transitioned[] = [];
+  const environmentOf = (e: IssueEvent) => e.tags?.environment ?? null;
   let i = 0;
   let next: Issue;
   if (issue === null) {
-    next = created(events[0].event, new Date(events[0].now).toISOString());
-    transitions.push({ transition: 'new', at: events[0].now });
+    const first = events[0].event;
+    next = created(first, new Date(events[0].now).toISOString());
+    transitions.push({ transition: 'new', at: events[0].now, environment: environmentOf(first) });
+    if (environmentOf(first) !== null) firstIn.push({ transition: 'new', at: events[0].now, environment: environmentOf(first) });
     i = 1;
   } else {
     // The working copy: every nested value that the steps below change is copied once here.
@@ -130,16 +161,28 @@ export function applyEvents(issue: Issue | null, events: readonly { event: Issue
       versions: { ...issue.versions, seen: [...issue.versions.seen] },
       daily: issue.daily.map(([d, n]): [string, number] => [d, n]),
       recentEvents: [...(issue.recentEvents ?? [])],
+      tags: copyTags(issue.tags),
+      activity: copyActivity(issue.activity),
     };
   }
   for (; i < events.length; i++) {
     const { event, now } = events[i];
-    if (step(next, event, now)) transitions.push({ transition: 'regression', at: now });
+    const environment = environmentOf(event);
+    const fresh = environment !== null && !hasTag(next.tags, 'environment', environment) && !next.tags?.environment?.other;
+    if (step(next, event, now)) transitions.push({ transition: 'regression', at: now, environment });
+    // Counted now (step added it); a value past the tag's bound is never known, so never announced.
+    if (fresh && hasTag(next.tags, 'environment', environment)) firstIn.push({ transition: 'new', at: now, environment });
   }
-  return { issue: next, transitions };
+  return { issue: next, transitions, firstIn };
 }
 
 function created(event: IssueEvent, at: string): Issue {
+  const tags: IssueTags = {};
+  if (event.tags) addTags(tags, event.tags);
+  const activity = emptyActivity();
+  const session = event.sessionId ? hashId(event.sessionId) : null;
+  const user = event.userId ? hashId(event.userId) : null;
+  addActivity(activity, at.slice(0, 10), session, user, DAILY_DAYS);
   return {
     id: issueId(event.owner, event.project, event.fingerprint),
     fingerprint: event.fingerprint,
@@ -147,12 +190,16 @@ function created(event: IssueEvent, at: string): Issue {
     project: event.project,
     title: event.title,
     culprit: event.culprit,
+    message: event.message ?? null,
     status: 'unresolved',
     substatus: 'new',
     firstSeen: at,
     lastSeen: at,
     count: 1,
-    sessions: event.sessionId ? addSession(emptySessions(), event.sessionId) : emptySessions(),
+    sessions: session ? addHashed(emptySessions(), session) : emptySessions(),
+    users: user ? addHashed(emptySessions(), user) : emptySessions(),
+    tags,
+    activity,
     versions: event.version ? { first: event.version, last: event.version, seen: [event.version], truncated: false } : { first: null, last: null, seen: [], truncated: false },
     daily: [[at.slice(0, 10), 1]],
     lastEventId: event.id,
@@ -172,12 +219,19 @@ function step(next: Issue, event: IssueEvent, now: number): boolean {
   if (latest) {
     next.title = event.title;
     next.culprit = event.culprit ?? next.culprit;
+    next.message = event.message ?? null;
     next.lastSeen = at;
     next.lastEventId = event.id;
   }
   if (at < next.firstSeen) next.firstSeen = at;
   next.count++;
-  if (event.sessionId) next.sessions = addSession(next.sessions, event.sessionId);
+  const session = event.sessionId ? hashId(event.sessionId) : null;
+  const user = event.userId ? hashId(event.userId) : null;
+  if (session) next.sessions = addHashed(next.sessions, session);
+  next.users ??= emptySessions();
+  if (user) next.users = addHashed(next.users, user);
+  if (event.tags) addTags((next.tags ??= {}), event.tags);
+  addActivity((next.activity ??= emptyActivity()), at.slice(0, 10), session, user, DAILY_DAYS);
   if (event.version) addVersion(next.versions, event.version, latest);
   addDay(next.daily, at.slice(0, 10));
   addRecent(next.recentEvents, event.id, at);
@@ -239,9 +293,24 @@ function addRecent(recent: [string, string][], id: string, at: string): void {
   if (recent.length > RECENT_EVENTS) recent.length = RECENT_EVENTS;
 }
 
-/** An issue as the API shows it: the session sketch and hashes are internal, only the count is shown. */
-export function publicIssue(issue: Issue): Omit<Issue, 'sessions'> & { sessions: { count: number; exact: boolean } } {
-  return { ...issue, sessions: { count: issue.sessions.count, exact: issue.sessions.exact } };
+/**
+ * An issue as the API shows it: the sketches and hashes are internal, only the counts are shown;
+ * tags by count, distinct sessions and users per day, the first and last release.
+ */
+export function publicIssue(issue: Issue) {
+  const { sessions, users, tags, activity, ...rest } = issue;
+  const daily = publicActivity(activity);
+  return {
+    ...rest,
+    message: issue.message ?? null,
+    sessions: { count: sessions.count, exact: sessions.exact },
+    users: { count: users?.count ?? 0, exact: users?.exact ?? true },
+    dailySessions: daily.sessions,
+    dailyUsers: daily.users,
+    firstRelease: issue.versions.first,
+    lastRelease: issue.versions.last,
+    tags: publicTags(tags),
+  };
 }
 
 export type StatusChange =

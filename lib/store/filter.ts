@@ -16,6 +16,7 @@ export function eventMatcher(f: EventFilter): (e: StoredEvent) => boolean {
     if (f.type !== undefined && e.type !== f.type) return false;
     if (f.version !== undefined && e.deployVersion !== f.version) return false;
     if (f.projectId !== undefined && e.projectId !== f.projectId) return false;
+    if (f.environment !== undefined && e.environment !== f.environment) return false;
     if (!timed) return true;
     if (e.receivedAt !== iso) ms = Date.parse((iso = e.receivedAt));
     return ms >= since && ms < until;

@@ -20,6 +20,8 @@ export interface EventFilter {
   until?: number;
   /** Only events ingested with this project's key (StoredEvent.projectId). */
   projectId?: string;
+  /** Only events whose `environment` field is this string. */
+  environment?: string;
 }
 
 /** One page of GET /api/events: newest first, continued with `before`. */

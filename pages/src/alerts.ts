@@ -11,6 +11,7 @@ interface Rule {
   project: string | null;
   threshold: number | null;
   route: string | null;
+  environment?: string | null;
   cooldownMinutes: number;
   email: string[];
   webhook: string | null;
@@ -60,7 +61,7 @@ function describe(rule: Rule): string {
   const kind = KINDS.find(([k]) => k === rule.on)?.[1] ?? rule.on;
   const extra = rule.on === 'error_spike' ? `, more than ${rule.threshold} errors in 5 minutes`
     : rule.on === 'slow_route' ? `, p95 over ${rule.threshold} ms${rule.route ? ` on ${rule.route}` : ''}` : '';
-  return `${kind}${extra}${rule.project ? ` in project ${rule.project}` : ''}; at most one message every ${rule.cooldownMinutes} min`;
+  return `${kind}${extra}${rule.project ? ` in project ${rule.project}` : ''}${rule.environment ? ` (${rule.environment} only)` : ''}; at most one message every ${rule.cooldownMinutes} min`;
 }
 
 function ruleCard(rule: Rule): HTMLElement {
@@ -108,6 +109,7 @@ function form(): HTMLElement {
   const [projectLabel, project] = input('project', 'Project id (optional)', { inputmode: 'numeric' });
   const [thresholdLabel, threshold] = input('threshold', 'Threshold', { type: 'number', min: '1' });
   const [routeLabel, route] = input('route', 'Route (optional)', { placeholder: '/checkout' });
+  const [environmentLabel, environment] = input('environment', 'Environment (optional)', { placeholder: 'production', maxlength: '64' });
   const [cooldownLabel, cooldown] = input('cooldownMinutes', 'Cool-down (minutes)', { type: 'number', min: '1', max: '1440', value: '10' });
   const submit = el('button', { text: 'Create rule', class: 'primary', attrs: { type: 'submit' } });
   const sync = () => {
@@ -120,13 +122,14 @@ function form(): HTMLElement {
   const f = el('form', { class: 'panel dev-form alert-form', attrs: { 'aria-label': 'New alert rule' } },
     el('h2', { text: 'New rule' }),
     el('label', {}, el('span', { text: 'Alert me on' }), on),
-    thresholdLabel, routeLabel, emailLabel, webhookLabel, projectLabel, cooldownLabel, submit);
+    thresholdLabel, routeLabel, emailLabel, webhookLabel, projectLabel, environmentLabel, cooldownLabel, submit);
   f.addEventListener('submit', async (e) => {
     e.preventDefault();
     const body: Record<string, unknown> = { on: on.value, cooldownMinutes: Number(cooldown.value) || 10 };
     if (email.value.trim()) body.email = email.value.trim();
     if (webhook.value.trim()) body.webhook = webhook.value.trim();
     if (project.value.trim()) body.project = project.value.trim();
+    if (environment.value.trim()) body.environment = environment.value.trim();
     if (!thresholdLabel.hidden) body.threshold = Number(threshold.value);
     if (!routeLabel.hidden && route.value.trim()) body.route = route.value.trim();
     const r = await api('/api/alerts', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -1,16 +1,18 @@
-// /issues/: the signed-in user's issues (error groups) with status filters, counts, sparklines and
-// versions; /issues/?id=<id>: one issue with its symbolicated stack, original source lines, latest
-// events, and the buttons that resolve (optionally in a version), ignore and reopen it.
+// /issues/: the signed-in user's issues (error groups) with a search box, status, environment,
+// browser and release filters and a sort, all kept in the URL, counts, sparklines and versions;
+// /issues/?id=<id>[&event=<id>]: one issue with its tags, the sessions and users it affected per day,
+// one of its recent events (older/newer) with the symbolicated stack (library frames folded),
+// original source lines and breadcrumbs, and the buttons that resolve (optionally in a version),
+// ignore and reopen it.
 // Every text that came from an event reaches the page through textContent (lib/dom.ts el).
 import type { StoredEvent } from '../../lib/event.ts';
 import type { SymbolicatedFrame } from '../../lib/issues/sourcemap.ts';
-import type { Issue } from '../../lib/issues/state.ts';
 import { byId, el, fmt, formatTime } from './lib/dom.ts';
+import { activityPanel, type ShownIssue, stackList, tagsPanel } from './lib/issue-parts.ts';
 import type { Project } from './lib/projects.ts';
 import { api } from './lib/session.ts';
 import { problemOf, showFailure, showPage, signedIn } from './lib/shell.ts';
 
-type ShownIssue = Omit<Issue, 'sessions'> & { sessions: { count: number; exact: boolean } };
 type Counts = Record<'unresolved' | 'resolved' | 'ignored' | 'new' | 'ongoing' | 'regressed', number>;
 
 const root = byId('issues');
@@ -57,7 +59,7 @@ async function showList(): Promise<void> {
   const status = params.get('status') ?? 'unresolved';
   const query = new URLSearchParams();
   if (status !== 'all') query.set('status', status);
-  for (const name of ['sort', 'version', 'project']) {
+  for (const name of ['sort', 'version', 'project', 'query', 'environment', 'browser', 'release']) {
     const v = params.get(name);
     if (v) query.set(name, v);
   }
@@ -75,12 +77,7 @@ async function showList(): Promise<void> {
       const n = value === 'all' ? counts.unresolved + counts.resolved + counts.ignored : counts[value];
       return el('a', { class: 'tab', text: `${label} (${fmt.format(n)})`, attrs: { href: link({ status: value }), ...(value === status ? { 'aria-current': 'true' } : {}), 'data-status-filter': value } });
     }));
-  const sort = el('select', { attrs: { 'aria-label': 'Sort', name: 'sort' } },
-    ...([['last', 'Last seen'], ['first', 'First seen'], ['count', 'Events']] as const).map(([v, t]) =>
-      el('option', { text: t, attrs: { value: v, ...((params.get('sort') ?? 'last') === v ? { selected: '' } : {}) } })));
-  sort.addEventListener('change', () => location.assign(link({ sort: sort.value })));
-  const version = el('input', { attrs: { name: 'version', placeholder: 'Any version', 'aria-label': 'Version', value: params.get('version') ?? '' } });
-  version.addEventListener('change', () => location.assign(link({ version: version.value.trim() || null })));
+  const search = searchForm(status);
 
   const rows = issues.map((i) =>
     el('tr', { attrs: { 'data-issue': i.id } },
@@ -91,19 +88,44 @@ async function showList(): Promise<void> {
       el('td', {}, sparkline(i.daily)),
       el('td', { class: 'num', text: fmt.format(i.count), attrs: { 'data-count': '' } }),
       el('td', { class: 'num', text: `${fmt.format(i.sessions.count)}${i.sessions.exact ? '' : '≈'}` }),
+      el('td', { class: 'num', text: `${fmt.format(i.users.count)}${i.users.exact ? '' : '≈'}` }),
       el('td', { text: versionsText(i) }),
       el('td', { text: formatTime(i.lastSeen) })));
   root.replaceChildren(
     el('h1', { text: 'Issues' }),
-    el('section', { class: 'filters', attrs: { 'aria-label': 'Filters' } }, tabs,
-      el('label', {}, el('span', { text: 'Sort' }), sort),
-      el('label', {}, el('span', { text: 'Version' }), version)),
+    search,
+    el('section', { class: 'filters', attrs: { 'aria-label': 'Status' } }, tabs),
     el('section', { class: 'panel' },
       issues.length === 0
         ? el('p', { class: 'empty', text: status === 'unresolved' ? 'No unresolved issues.' : 'No issues here.' })
         : el('div', { class: 'table-wrap' }, el('table', { class: 'issues-table' },
-            el('thead', {}, el('tr', {}, ...['Issue', 'Status', 'Last 14 days', 'Events', 'Sessions', 'Versions', 'Last seen'].map((h) => el('th', { text: h, attrs: { scope: 'col' } })))),
+            el('thead', {}, el('tr', {}, ...['Issue', 'Status', 'Last 14 days', 'Events', 'Sessions', 'Users', 'Versions', 'Last seen'].map((h) => el('th', { text: h, attrs: { scope: 'col' } })))),
             el('tbody', {}, ...rows)))));
+}
+
+/**
+ * The search box, filters and sort: a GET form, so what is asked is the page's URL (and can be
+ * shared or reloaded); the status tab and project ride along.
+ */
+function searchForm(status: string): HTMLFormElement {
+  const input = (name: string, label: string, placeholder: string, type = 'text') =>
+    el('label', {}, el('span', { text: label }), el('input', { attrs: { type, name, placeholder, value: params.get(name) ?? '', maxlength: name === 'query' ? '200' : '64' } }));
+  const current = params.get('sort') === 'count' ? 'events' : params.get('sort') ?? 'last';
+  const sort = el('select', { attrs: { name: 'sort' } },
+    ...([['last', 'Last seen'], ['first', 'First seen'], ['events', 'Events'], ['sessions', 'Sessions'], ['users', 'Users']] as const).map(([v, t]) =>
+      el('option', { text: t, attrs: { value: v, ...(current === v ? { selected: '' } : {}) } })));
+  sort.addEventListener('change', () => sort.form?.requestSubmit());
+  const hidden = (name: string, value: string | null) => (value ? el('input', { attrs: { type: 'hidden', name, value } }) : null);
+  return el('form', { class: 'filters', attrs: { role: 'search', method: 'get', action: '', 'aria-label': 'Search issues' } },
+    input('query', 'Search', 'Title, culprit or message', 'search'),
+    input('environment', 'Environment', 'Any'),
+    input('browser', 'Browser', 'Any'),
+    input('release', 'Release', 'Any'),
+    el('label', {}, el('span', { text: 'Sort' }), sort),
+    hidden('status', status),
+    hidden('project', params.get('project')),
+    hidden('version', params.get('version')),
+    el('button', { text: 'Search', attrs: { type: 'submit' } }));
 }
 
 /**
@@ -117,14 +139,17 @@ function projectParam(join: '?' | '&'): string {
 
 interface StatusChange { at: string; actor: string; from?: string | null; to?: string | null }
 
-async function showIssue(id: string): Promise<void> {
-  const r = await api(`/api/issues/${encodeURIComponent(id)}${projectParam('?')}`);
+async function showIssue(id: string, eventId: string | null): Promise<void> {
+  const r = await api(`/api/issues/${encodeURIComponent(id)}${projectParam('?')}${eventId ? `${params.get('project') ? '&' : '?'}event=${encodeURIComponent(eventId)}` : ''}`);
   if (r.status === 404) {
     root.replaceChildren(el('p', { class: 'problem', text: 'No such issue.' }), el('a', { text: 'All issues', attrs: { href: '/issues/' } }));
     return;
   }
   if (!r.ok) throw new Error(await problemOf(r));
-  const { issue, latestEvent, frames, events, history = [] } = (await r.json()) as { issue: ShownIssue; latestEvent: StoredEvent | null; frames: SymbolicatedFrame[]; events: StoredEvent[]; history?: StatusChange[] };
+  const { issue, latestEvent, previousEventId = null, nextEventId = null, frames, events, history = [] } = (await r.json()) as {
+    issue: ShownIssue; latestEvent: StoredEvent | null; previousEventId?: string | null; nextEventId?: string | null;
+    frames: SymbolicatedFrame[]; events: StoredEvent[]; history?: StatusChange[];
+  };
   // The project's name, from the projects this user may see (own and shared); its id otherwise.
   const projects = issue.project ? await api('/api/projects').then(async (p) => (p.ok ? ((await p.json()) as { projects: Project[] }).projects : [])) : [];
   const projectName = projects.find((p) => p.id === issue.project)?.name ?? issue.project;
@@ -138,7 +163,7 @@ async function showIssue(id: string): Promise<void> {
       notice.hidden = false;
       return;
     }
-    await showIssue(id);
+    await showIssue(id, eventId);
   };
   const button = (text: string, action: string, body: Record<string, unknown>, primary = false) => {
     const b = el('button', { text, class: primary ? 'primary' : undefined, attrs: { type: 'button', 'data-action': action } });
@@ -155,6 +180,9 @@ async function showIssue(id: string): Promise<void> {
   const facts: [string, string][] = [
     ['Events', fmt.format(issue.count)],
     ['Sessions', `${fmt.format(issue.sessions.count)}${issue.sessions.exact ? '' : ' (estimate)'}`],
+    ['Users', `${fmt.format(issue.users.count)}${issue.users.exact ? '' : ' (estimate)'}`],
+    ['First release', issue.firstRelease ?? '—'],
+    ['Last release', issue.lastRelease ?? '—'],
     ['First seen', formatTime(issue.firstSeen)],
     ['Last seen', formatTime(issue.lastSeen)],
     ['Versions', issue.versions.seen.length ? issue.versions.seen.join(', ') + (issue.versions.truncated ? ', …' : '') : '—'],
@@ -172,22 +200,39 @@ async function showIssue(id: string): Promise<void> {
     ...(history.length ? [el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-history' } },
       el('h2', { text: 'Status history', attrs: { id: 'h-history' } }),
       el('ol', { class: 'status-history' }, ...history.map((h) => el('li', { text: `${formatTime(h.at)} · ${h.actor}: ${h.from ?? '—'} → ${h.to ?? '—'}` }))))] : []),
+    activityPanel(issue),
+    tagsPanel(issue),
+    eventNav(id, latestEvent, events, previousEventId, nextEventId),
     el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-stack' } },
-      el('h2', { text: 'Stack trace (latest event)', attrs: { id: 'h-stack' } }),
-      frames.length ? el('ol', { class: 'frames' }, ...frames.map(frameItem)) : el('p', { class: 'empty', text: 'The latest event has no stack trace, or it is no longer stored.' })),
+      el('h2', { text: 'Stack trace (this event)', attrs: { id: 'h-stack' } }),
+      frames.length ? stackList(frames, frameItem) : el('p', { class: 'empty', text: 'This event has no stack trace, or it is no longer stored.' })),
     breadcrumbsPanel(latestEvent),
     el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-events' } },
       el('h2', { text: 'Latest events', attrs: { id: 'h-events' } }),
       events.length
         ? el('div', { class: 'table-wrap' }, el('table', {},
             el('thead', {}, el('tr', {}, ...['Received', 'Message', 'Version', 'Session', 'Page'].map((h) => el('th', { text: h, attrs: { scope: 'col' } })))),
-            el('tbody', {}, ...events.map((e) => el('tr', { attrs: { 'data-event': e.id } },
-              el('td', { text: formatTime(e.receivedAt) }),
+            el('tbody', {}, ...events.map((e) => el('tr', { attrs: { 'data-event': e.id, ...(e.id === latestEvent?.id ? { 'aria-current': 'true' } : {}) } },
+              el('td', {}, el('a', { text: formatTime(e.receivedAt), attrs: { href: eventHref(id, e.id) } })),
               el('td', { class: 'details', text: e.message ?? '' }),
               el('td', { text: e.deployVersion ?? '—' }),
               el('td', { text: e.sessionId ?? '—' }),
               el('td', { class: 'details', text: e.route ?? e.url ?? '' }))))))
         : el('p', { class: 'empty', text: 'No events of this issue are stored any more.' })));
+}
+
+const eventHref = (id: string, eventId: string) => `?id=${encodeURIComponent(id)}&event=${encodeURIComponent(eventId)}${projectParam('&')}`;
+
+/** Which of the issue's recent events is shown, and links to the older and newer one. */
+function eventNav(id: string, shown: StoredEvent | null, events: StoredEvent[], previous: string | null, next: string | null): HTMLElement {
+  const step = (text: string, to: string | null, rel: string) => to
+    ? el('a', { class: 'button-link', text, attrs: { href: eventHref(id, to), 'data-nav': rel } })
+    : el('button', { text, attrs: { type: 'button', disabled: '', 'data-nav': rel } });
+  const at = shown ? events.findIndex((e) => e.id === shown.id) : -1;
+  return el('nav', { class: 'event-nav', attrs: { 'aria-label': 'Events of this issue' } },
+    step('← Older', previous, 'older'),
+    el('span', { class: 'err-meta', text: shown ? `Event ${events.length - at} of the latest ${events.length} · ${formatTime(shown.receivedAt)}${shown.environment && typeof shown.environment === 'string' ? ` · ${shown.environment}` : ''}` : 'No event of this issue is stored any more.' }),
+    step('Newer →', next, 'newer'));
 }
 
 /** A breadcrumb as the SDKs attach them to errors (README, "Captured automatically"). */
@@ -198,7 +243,7 @@ function breadcrumbsPanel(latest: StoredEvent | null): HTMLElement {
   const raw = latest?.data.breadcrumbs;
   const crumbs = Array.isArray(raw) ? (raw as Crumb[]).filter((c) => c && typeof c.message === 'string' && typeof c.at === 'string') : [];
   return el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-crumbs' } },
-    el('h2', { text: 'Breadcrumbs (latest event)', attrs: { id: 'h-crumbs' } }),
+    el('h2', { text: 'Breadcrumbs (this event)', attrs: { id: 'h-crumbs' } }),
     crumbs.length
       ? el('ol', { class: 'crumbs' },
           ...crumbs.map((c) => el('li', { class: `crumb crumb-${c.level === 'error' ? 'error' : c.level === 'warning' ? 'warning' : 'info'}`, attrs: { 'data-category': String(c.category) } },
@@ -209,7 +254,7 @@ function breadcrumbsPanel(latest: StoredEvent | null): HTMLElement {
             el('time', { text: formatTime(latest!.receivedAt), attrs: { datetime: latest!.receivedAt } }), ' ',
             el('span', { class: 'crumb-category', text: 'error' }), ' ',
             el('span', { class: 'details', text: latest!.message ?? '' })))
-      : el('p', { class: 'empty', text: 'The latest event came without breadcrumbs.' }));
+      : el('p', { class: 'empty', text: 'This event came without breadcrumbs.' }));
 }
 
 function frameItem(f: SymbolicatedFrame): HTMLElement {
@@ -236,5 +281,5 @@ function frameItem(f: SymbolicatedFrame): HTMLElement {
 // Last, once every declaration above is initialised (the module awaits at its top level).
 if (await signedIn('issues')) {
   const id = params.get('id');
-  await (id ? showIssue(id) : showList()).then(showPage, (err) => showFailure('Issues', err));
+  await (id ? showIssue(id, params.get('event')) : showList()).then(showPage, (err) => showFailure('Issues', err));
 }

@@ -11,6 +11,7 @@ export interface RowBounds {
   type?: string;
   version?: string;
   projectId?: string;
+  environment?: string;
   /** Receive times [since, until), ms. */
   since?: number;
   until?: number;
@@ -45,6 +46,9 @@ const CONDITIONS: readonly Condition[] = [
   // it there, those sealed before projects existed included, and a column would cost each insert a
   // bind that only project filters use. Filters by project walk the owner's rows as type filters do.
   { key: 'projectId', column: "json_extract(metadata, '$.projectId')", op: '=', of: (r) => r.projectId },
+  // The environment is a field of the event no column holds. json_extract gives a number for a
+  // number, which never equals the text asked for, as in the other stores.
+  { key: 'environment', column: "json_extract(metadata, '$.environment')", op: '=', of: (r) => metadataString(r.metadata, 'environment') },
   // Receive times compare as ISO text (filter.ts: isoBounds).
   { key: 'sinceIso', column: 'received_at', op: '>=', of: (r) => r.cols[RECEIVED] },
   { key: 'untilIso', column: 'received_at', op: '<', of: (r) => r.cols[RECEIVED] },
@@ -61,6 +65,12 @@ const compare: Record<Op, (a: Value, b: Value) => boolean> = {
   '>': (a, b) => a > b,
   '>=': (a, b) => a >= b,
 };
+
+/** A string field of a tail row's metadata JSON; parsed only by reads that filter on it. */
+function metadataString(metadata: string, key: string): string | null {
+  const v = (JSON.parse(metadata) as Record<string, unknown>)[key];
+  return typeof v === 'string' ? v : null;
+}
 
 export interface RowFilter {
   /** The SQL condition, `?` for each of `params`. */

@@ -40,6 +40,14 @@ export const blockPoints = (sql: postgres.Sql) => sql`watchtower_event_blocks b
 export type OwnerReads = ReturnType<typeof ownerReads>;
 
 export function ownerReads(sql: postgres.Sql) {
+  // The environment is a field of the event's text, compared as JSON text with the string's
+  // JSON.stringify (how events are written), so a number never equals the string of its digits.
+  // PostgreSQL reads no JSON holding an escaped NUL (its text cannot hold one): both sides have it
+  // replaced by an escaped U+FFFD first, the same text change on the same canonical JSON, so such an
+  // environment matches as in the other stores rather than failing the read.
+  const environmentIs = (env: string) =>
+    sql`and (replace(event, '\\u0000', '\\ufffd')::json -> 'environment')::text = ${JSON.stringify(env).replaceAll('\\u0000', '\\ufffd')}`;
+
   /** The WHERE conditions of a filter (the user first, so the per-user indexes serve it). */
   const filterSql = (f: EventFilter) => {
     const { since, until } = isoBounds(f);
@@ -47,6 +55,7 @@ export function ownerReads(sql: postgres.Sql) {
       ${f.type !== undefined ? sql`and type = ${col(f.type)}` : sql``}
       ${f.version !== undefined ? sql`and app_version = ${col(f.version)}` : sql``}
       ${f.projectId !== undefined ? sql`and project_id = ${col(f.projectId)}` : sql``}
+      ${f.environment !== undefined ? environmentIs(f.environment) : sql``}
       ${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
       ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}`;
   };
