@@ -5,6 +5,7 @@ import { campaignQuery, customEventName, environmentOf, MAX_ENVIRONMENT, utmOf }
 import { normalise } from '../lib/event.ts';
 import { pageUrl } from '../lib/sentry/fields.ts';
 import { sentryEventToRaw } from '../lib/sentry/map.ts';
+import { transactionToRaw } from '../lib/sentry/transaction.ts';
 
 const now = Date.parse('2026-05-16T12:00:00.000Z');
 const norm = (raw: Record<string, unknown>) => normalise({ type: 'pageload', ...raw } as never, { now, owner: 'u1' });
@@ -54,6 +55,11 @@ test('a URL stripped of its query keeps its utm parameters (Sentry pages)', () =
   const e = normalise(raw, { now, owner: 'u1' });
   assert.is(e.environment, 'Staging', "Sentry's environment, its case kept");
   assert.equal(e.utm, { medium: 'social' });
+  const [load] = transactionToRaw({
+    event_id: 'a'.repeat(32), transaction: '/p', environment: 'production', contexts: { trace: { op: 'pageload' } },
+    request: { url: 'https://a.example/p?session=s&utm_campaign=Launch' }, start_timestamp: 1, timestamp: 2,
+  });
+  assert.equal([load.environment, load.url], ['production', 'https://a.example/p?utm_campaign=Launch'], "a transaction's too");
 });
 
 test('custom event name: name, else eventName, else data.name; bounded', () => {
