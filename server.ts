@@ -98,6 +98,7 @@ const handler = createHandler({
   rateLimit: { rate: config.rateLimit, burst: config.rateBurst },
   trustProxy: config.trustProxy,
   keepBots: config.keepBots,
+  geo: config.geo,
   monitoring: {
     alerts: alertConfig,
     // node:dns on all three runtimes: webhook destinations are checked on what their host names resolve to.

@@ -5,10 +5,18 @@
 import type { StoredEvent } from './event.ts';
 import { routeKey, UNKNOWN } from './event-keys.ts';
 
-/** The breakdowns, in the order rollups keep them. */
-export const DIMENSIONS = ['pages', 'referrers', 'browsers', 'os', 'devices', 'versions'] as const;
+/**
+ * The breakdowns, in the order rollups keep them. New ones are only ever appended: a rollup part
+ * written before them holds the first LEGACY_DIMENSIONS and reads as such (docs/architecture.md).
+ */
+export const DIMENSIONS = [
+  'pages', 'referrers', 'browsers', 'os', 'devices', 'versions',
+  'environments', 'utmSources', 'utmMediums', 'utmCampaigns', 'countries', 'customEvents',
+] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 export const PAGES = 0;
+/** The dimensions rollups kept before environments, campaigns, countries and custom events. */
+export const LEGACY_DIMENSIONS = 6;
 
 /** Referrer name of a pageload that came with none (typed in, bookmarked, or from the same site). */
 export const DIRECT = 'direct';
@@ -19,6 +27,10 @@ export const BREAKDOWN_LIMIT = 100;
 export interface BreakdownRow { name: string; events: number; sessions: number }
 /** A page also has the nearest-rank p75 of its pageload durations in whole ms; null without any. */
 export interface PageRow extends BreakdownRow { p75: number | null }
+/**
+ * The lists of docs/api.md#breakdowns. Those after the first six are left out of an answer over
+ * rollups kept before them (a store upgraded with events in it), rather than given partial.
+ */
 export interface Breakdowns {
   pages: PageRow[];
   referrers: BreakdownRow[];
@@ -26,16 +38,26 @@ export interface Breakdowns {
   os: BreakdownRow[];
   devices: BreakdownRow[];
   versions: BreakdownRow[];
+  environments?: BreakdownRow[];
+  utmSources?: BreakdownRow[];
+  utmMediums?: BreakdownRow[];
+  utmCampaigns?: BreakdownRow[];
+  countries?: BreakdownRow[];
+  customEvents?: BreakdownRow[];
 }
 
 /**
  * An event's name in each dimension (DIMENSIONS order), null where it does not count: pages and
- * referrers count pageloads only; browsers, OS, devices and versions count every event.
+ * referrers count pageloads only, and the UTM lists pageloads with that parameter; custom events
+ * count events of type `custom` (`unknown` without a name); browsers, OS, devices, versions,
+ * environments and countries count every event (`unknown` without one).
  */
 export function dimensionNames(e: StoredEvent): (string | null)[] {
   const pageload = e.type === 'pageload';
   const referrer = e.referrer;
   const client = e.client;
+  // Events stored before ingest read utm kept a client's field as sent: only strings count.
+  const utm = pageload && typeof e.utm === 'object' && e.utm !== null ? (e.utm as Record<string, unknown>) : null;
   return [
     pageload ? routeKey(e) : null,
     pageload ? (typeof referrer === 'string' && referrer !== '' ? referrer : DIRECT) : null,
@@ -43,10 +65,24 @@ export function dimensionNames(e: StoredEvent): (string | null)[] {
     nameOr(client?.os),
     nameOr(client?.device),
     e.deployVersion ?? UNKNOWN,
+    nameOr(e.environment),
+    utm ? nameOrNull(utm.source) : null,
+    utm ? nameOrNull(utm.medium) : null,
+    utm ? nameOrNull(utm.campaign) : null,
+    nameOr(client?.country),
+    e.type === 'custom' ? nameOr(e.name) : null,
   ];
 }
 
 const nameOr = (v: unknown): string => (typeof v === 'string' && v !== '' ? v : UNKNOWN);
+const nameOrNull = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+
+/** The breakdowns of the first `known` dimensions from each dimension's rows (`rows(d)`). */
+export function breakdownLists(rows: (d: number) => BreakdownRow[], pages: PageRow[], known: number): Breakdowns {
+  const out: Breakdowns = { pages, referrers: rows(1), browsers: rows(2), os: rows(3), devices: rows(4), versions: rows(5) };
+  for (let d = LEGACY_DIMENSIONS; d < Math.min(known, DIMENSIONS.length); d++) out[DIMENSIONS[d] as 'environments'] = rows(d);
+  return out;
+}
 
 /** Sorted by events (descending), then name; at most BREAKDOWN_LIMIT rows. */
 export function topRows<T extends { name: string; events: number }>(rows: T[]): T[] {

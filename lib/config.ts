@@ -34,6 +34,8 @@ export interface Config {
   trustProxy: boolean;
   /** SERVICE_KEEP_BOTS=true: store events from bot user agents instead of dropping them. */
   keepBots: boolean;
+  /** SERVICE_GEO=off: no country lookups of client addresses (README "Countries"). Default on. */
+  geo: boolean;
   /** SERVICE_SOURCEMAP_MAX_MB: source map text one project may hold, MiB. */
   sourceMapMaxMb: number;
 }
@@ -71,6 +73,14 @@ export function boolean(env: Env, name: string): boolean {
   if (raw === undefined || raw === 'false' || raw === '0') return false;
   if (raw === 'true' || raw === '1') return true;
   throw new ConfigError(name, `must be true or false (got "${env[name]}")`);
+}
+
+/** `on` or `off` (any case, or a boolean()'s value); unset or empty is `fallback`. */
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = get(env, name)?.toLowerCase();
+  if (raw === undefined) return fallback;
+  if (raw === 'on') return true;
+  return raw === 'off' ? false : boolean(env, name);
 }
 
 function url(env: Env, name: string): string | undefined {
@@ -141,6 +151,7 @@ export function loadConfig(env: Env, projectRoot: string): Config {
     rateBurst: integer(env, 'SERVICE_RATE_BURST', 2000, 1, 10_000_000),
     trustProxy: boolean(env, 'SERVICE_TRUST_PROXY'),
     keepBots: boolean(env, 'SERVICE_KEEP_BOTS'),
+    geo: onOff(env, 'SERVICE_GEO', true),
     sourceMapMaxMb: integer(env, 'SERVICE_SOURCEMAP_MAX_MB', DEFAULT_SOURCEMAP_MAX_MB, 1, 1_000_000),
   };
 }

@@ -54,6 +54,8 @@ export interface Context {
   trustProxy: boolean;
   /** Store events whose User-Agent is a bot's (README "Bots"); by default they are dropped. */
   keepBots: boolean;
+  /** Look up the country of ingest requests' client addresses (lib/geo.ts). */
+  geo: boolean;
   /** Ingest requests from bots answered without storing anything, since this process started. */
   botsDropped: number;
 }

@@ -1,5 +1,6 @@
 // Event shapes and their pure normalisation: ingest fields → stored shape (docs/api.md#events).
 import { referrerOrigin } from './event-keys.ts';
+import { customEventName, environmentOf, utmOf, type Utm } from './event-fields.ts';
 import type { ClientInfo } from './client-info.ts';
 
 /** Types the service recognises (docs/api.md#event-fields). Others are accepted as they are. */
@@ -40,8 +41,13 @@ export interface StoredEvent {
   /**
    * Browser, OS and device of the sender, from the request's User-Agent (lib/client-info.ts); set by
    * POST /api/events and /api/beacon, replacing a client's own `client` field. Never the raw header.
+   * `country`: of the client address (lib/geo.ts), null when unknown or looked up by no one.
    */
-  client?: ClientInfo;
+  client?: ClientInfo & { country?: string | null };
+  /** The environment the event was sent from (`production`, `staging`); absent when none. */
+  environment?: string;
+  /** The campaign parameters of the page URL's query; absent when it has none. */
+  utm?: Utm;
 }
 
 /** Client timestamps further ahead than this are replaced by server time (clock skew). */
@@ -61,7 +67,7 @@ const first = (...values: unknown[]): string | null => {
 const MAPPED = new Set([
   'id', 'type', 'timestamp', 'sessionId', 'session_id', 'deployVersion', 'appVersion', 'app_version',
   'appName', 'app_name', 'url', 'pageUrl', 'page_url', 'route', 'source', 'message', 'severity', 'data', 'user_id',
-  'referrer',
+  'referrer', 'environment', 'utm',
 ]);
 
 export interface NormaliseContext {
@@ -118,6 +124,16 @@ export function normalise(raw: RawEvent, ctx: NormaliseContext): StoredEvent {
   // search terms or tokens (README "Breakdowns"). A referrer that is no http(s) URL is dropped.
   const referrer = referrerOrigin(raw.referrer);
   if (referrer !== null) event.referrer = referrer;
+  // Set only when present, as the referrer is: most events of most apps have none of them.
+  const environment = environmentOf(raw.environment);
+  if (environment !== null) event.environment = environment;
+  const utm = utmOf(event.url ?? event.page_url);
+  if (utm !== null) event.utm = utm;
+  // A custom event's name is one field whichever the client used (docs/api.md#event-fields).
+  if (raw.type === 'custom') {
+    const name = customEventName(raw.name, raw.eventName, data);
+    if (name !== null) event.name = name;
+  }
   return event;
 }
 

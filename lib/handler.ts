@@ -72,6 +72,11 @@ export interface HandlerDeps {
    * /api/events and /api/beacon; by default they are dropped (SERVICE_KEEP_BOTS, README "Bots").
    */
   keepBots?: boolean;
+  /**
+   * Look up the country of each ingest request's client address (README "Countries"); default on.
+   * SERVICE_GEO=off turns it off.
+   */
+  geo?: boolean;
   /** Developer queries and insights one user may have running at once (default 2). */
   queriesPerUser?: number;
 }
@@ -133,6 +138,7 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
     queries: new InFlight(deps.queriesPerUser),
     trustProxy: deps.trustProxy ?? false,
     keepBots: deps.keepBots ?? false,
+    geo: deps.geo ?? true,
     botsDropped: 0,
   };
 

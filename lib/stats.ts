@@ -3,7 +3,7 @@
 // (docs/architecture.md, invariant 9; the store contract suite checks that). Stores build the same
 // answer from rollups (lib/rollup/).
 import {
-  DIMENSIONS, dimensionNames, topRows, vitalOf, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
+  breakdownLists, DIMENSIONS, dimensionNames, topRows, vitalOf, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
   type BreakdownRow, type Breakdowns, type PageRow, type Vitals, type VitalSummary,
 } from './breakdowns.ts';
 import type { StoredEvent } from './event.ts';
@@ -306,7 +306,7 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
     const durations = routes.get(row.name)?.durations.map(roundMs).sort((a, b) => a - b);
     return { ...row, p75: route && durations ? percentile(durations, 75) : null };
   });
-  stats.breakdowns = { pages, referrers: rows(1), browsers: rows(2), os: rows(3), devices: rows(4), versions: rows(5) };
+  stats.breakdowns = breakdownLists(rows, pages, DIMENSIONS.length);
   const summary = (m: number, values: number[] | undefined): VitalSummary | undefined => {
     if (!values?.length) return undefined;
     values.sort((a, b) => a - b);

@@ -17,7 +17,7 @@ export const DEFAULTS: Settings = {
 
 const NUMBERS = ['sampleRate', 'flushInterval', 'maxBatch', 'maxQueue', 'breadcrumbs'];
 const FLAGS = ['respectDoNotTrack', 'pageload', 'errors', 'clicks', 'stripQuery'];
-const STRINGS = ['endpoint', 'key', 'appName', 'deployVersion', 'userId'];
+const STRINGS = ['endpoint', 'key', 'appName', 'deployVersion', 'environment', 'userId'];
 
 /**
  * Options from a script tag's dataset (`data-app-name` → appName). A flag is on when present

@@ -1,8 +1,14 @@
 // Pure shaping of event data (docs/api.md#event-fields) within the server's envelope limits (lib/schema.ts).
 import type { Data } from './types.ts';
 
-/** Drops the query string and fragment: they often carry tokens, e-mail addresses or search terms. */
-export const stripQuery = (url: string): string => url.replace(/[?#].*/s, '');
+/**
+ * Drops the query string and fragment: they often carry tokens, e-mail addresses or search terms.
+ * A page URL (`utm` set) keeps its `utm_*` parameters, as written: the campaign the server reads.
+ */
+export const stripQuery = (url: string, utm?: 1): string => {
+  const kept = utm ? (/\?([^#]*)/.exec(url)?.[1] ?? '').split('&').filter((p) => p.startsWith('utm_')) : [];
+  return url.replace(/[?#].*/s, '') + (kept.length ? '?' + kept.join('&') : '');
+};
 
 /**
  * The referrer as the referring site's origin (scheme, host, port): its path and query can hold

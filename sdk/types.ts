@@ -18,6 +18,8 @@ export interface Options {
   headers?: () => Record<string, string> | Promise<Record<string, string>>;
   appName?: string;
   deployVersion?: string;
+  /** The environment events come from (`production`, `staging`): sent as each event's `environment`. */
+  environment?: string;
   /** Owner of the events; null = anonymous. Default: localStorage `service_idp_user_id` on the server's own origin. */
   userId?: string | null;
   /** Fraction of sessions that send anything, 0–1. Default 1. */
@@ -34,14 +36,17 @@ export interface Options {
   pageload?: boolean;
   errors?: boolean;
   clicks?: boolean;
-  /** Remove the query string and fragment from reported URLs. Default true. */
+  /**
+   * Remove the query string and fragment from reported URLs, all but the page URL's `utm_*`
+   * parameters (the campaign the server reads). Default true.
+   */
   stripQuery?: boolean;
   /** Breadcrumbs kept and attached to each error (clicks, navigations, failed requests, console errors), 0 = none. Default 30. */
   breadcrumbs?: number;
 }
 
-export type Settings = Required<Omit<Options, 'key' | 'headers' | 'userId' | 'appName' | 'deployVersion'>> &
-  Pick<Options, 'key' | 'headers' | 'userId' | 'appName' | 'deployVersion'>;
+type Optional = 'key' | 'headers' | 'userId' | 'appName' | 'deployVersion' | 'environment';
+export type Settings = Required<Omit<Options, Optional>> & Pick<Options, Optional>;
 
 export type Data = Record<string, unknown>;
 
@@ -51,6 +56,7 @@ export interface SdkEvent {
   timestamp: string;
   sessionId?: string;
   deployVersion?: string;
+  environment?: string;
   appName?: string;
   userId?: string;
   url?: string;

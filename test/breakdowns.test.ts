@@ -99,4 +99,29 @@ test('referrers are reduced to their origin at ingest; anything but http(s) is d
   assert.is(referrerOrigin('https://a.example/' + 'x'.repeat(5000)), null, 'absurdly long: dropped');
 });
 
+test('breakdowns: environments and countries of every event, campaigns of pageloads, custom events by name', () => {
+  const de = { ...chrome, country: 'DE' }, us = { ...safari, country: 'US' };
+  const events = [
+    ev({ type: 'pageload', sessionId: 's1', environment: 'production', url: 'https://x.example/?utm_source=News&utm_medium=email&utm_campaign=Spring' }, de),
+    ev({ type: 'pageload', sessionId: 's2', environment: 'production', url: 'https://x.example/?utm_source=news' }, us),
+    ev({ type: 'pageload', sessionId: 's2', environment: 'Staging', url: 'https://x.example/p' }, us),
+    // Not a pageload: its campaign is stored but counts in no UTM list.
+    ev({ type: 'click', sessionId: 's3', url: 'https://x.example/?utm_source=ads' }, { ...chrome, country: null }),
+    ev({ type: 'custom', sessionId: 's1', name: 'signup', environment: 'production' }, de),
+    ev({ type: 'custom', sessionId: 's3', eventName: 'signup' }),
+    ev({ type: 'custom', sessionId: 's3', data: { plan: 'pro' } }),
+  ];
+  const b = computeStats(events, NOW, RANGE).breakdowns!;
+  assert.equal(b.environments, [
+    { name: 'production', events: 3, sessions: 2 }, { name: 'unknown', events: 3, sessions: 1 }, { name: 'Staging', events: 1, sessions: 1 },
+  ]);
+  assert.equal(b.utmSources, [{ name: 'news', events: 2, sessions: 2 }]);
+  assert.equal(b.utmMediums, [{ name: 'email', events: 1, sessions: 1 }]);
+  assert.equal(b.utmCampaigns, [{ name: 'spring', events: 1, sessions: 1 }]);
+  assert.equal(b.countries, [
+    { name: 'unknown', events: 3, sessions: 1 }, { name: 'DE', events: 2, sessions: 1 }, { name: 'US', events: 2, sessions: 1 },
+  ]);
+  assert.equal(b.customEvents, [{ name: 'signup', events: 2, sessions: 2 }, { name: 'unknown', events: 1, sessions: 1 }]);
+});
+
 test.run();

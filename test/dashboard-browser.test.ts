@@ -55,19 +55,26 @@ const UA = {
   chrome: 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
   iphone: 'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1',
 };
-const BD_FIXTURE: { ago: number; ua: string; events: Record<string, unknown>[] }[] = [
-  { ago: 20 * DAY, ua: UA.chrome, events: [
-    { type: 'pageload', sessionId: 'p', route: '/old', deployVersion: '1.0', referrer: 'https://search.example/q?secret=1', data: { duration: 900 } },
+// Client addresses (behind a trusted proxy) of known countries: 84.200.69.80 is in Germany,
+// 1.1.1.1 registered in Australia (test/geo.test.ts).
+const BD_FIXTURE: { ago: number; ua: string; from?: string; events: Record<string, unknown>[] }[] = [
+  { ago: 20 * DAY, ua: UA.chrome, from: '84.200.69.80', events: [
+    { type: 'pageload', sessionId: 'p', route: '/old', deployVersion: '1.0', referrer: 'https://search.example/q?secret=1', data: { duration: 900 },
+      environment: 'staging', url: 'https://shop.example/old?utm_source=Newsletter&utm_medium=email&utm_campaign=winter' },
     { type: 'performance', sessionId: 'p', route: '/old', data: { name: 'LCP', value: 5200 } },
   ] },
-  { ago: 3 * DAY, ua: UA.iphone, events: [
-    { type: 'pageload', sessionId: 'q', route: '/', deployVersion: '2.0', referrer: 'https://news.example', data: { duration: 400 } },
+  { ago: 3 * DAY, ua: UA.iphone, from: '1.1.1.1', events: [
+    { type: 'pageload', sessionId: 'q', route: '/', deployVersion: '2.0', referrer: 'https://news.example', data: { duration: 400 },
+      environment: 'production', url: 'https://shop.example/?utm_source=ads&utm_medium=cpc&utm_campaign=spring' },
+    { type: 'custom', sessionId: 'q', route: '/', name: 'signup', environment: 'production' },
     { type: 'pageload', sessionId: 'q', route: '/pricing', deployVersion: '2.0', data: { duration: 700 } },
     { type: 'performance', sessionId: 'q', route: '/', data: { name: 'LCP', value: 3100 } },
     { type: 'performance', sessionId: 'q', route: '/', data: { name: 'CLS', value: 0.02 } },
   ] },
   { ago: HOUR, ua: UA.chrome, events: [
-    { type: 'pageload', sessionId: 'r', route: '/', deployVersion: '2.1', data: { duration: 250 } },
+    { type: 'pageload', sessionId: 'r', route: '/', deployVersion: '2.1', data: { duration: 250 }, environment: 'production' },
+    { type: 'custom', sessionId: 'r', route: '/', eventName: 'signup', environment: 'production' },
+    { type: 'custom', sessionId: 's', route: '/', data: { name: 'share' } },
     { type: 'pageload', sessionId: 's', route: '/', deployVersion: '2.1', referrer: 'https://news.example/story/1', data: { duration: 350 } },
     { type: 'performance', sessionId: 'r', route: '/', data: { name: 'LCP', value: 1800 } },
     { type: 'performance', sessionId: 'r', route: '/', data: { name: 'INP', value: 640 } },
@@ -96,7 +103,7 @@ function register() {
     // The real clock, except while the fixture is ingested "in the past".
     let at: number | null = null;
     const started = Date.now();
-    const built = app({ store: createMemoryStore(), now: () => at ?? Date.now() });
+    const built = app({ store: createMemoryStore(), now: () => at ?? Date.now(), trustProxy: true });
     send = built.send;
     // Both users' batches oldest first: the clock only moves forward (the rate limiter counts on it).
     const batches = [
@@ -108,6 +115,8 @@ function register() {
       const events: Record<string, unknown>[] = batch.events.map((e) => ({ ...e, userId: batch.user }));
       if (batch.user === USER) events.push({ type: 'click', userId: 'someone-else' });
       const headers: Record<string, string> = batch.ua ? { 'user-agent': batch.ua } : {};
+      const from = (batch as { from?: string }).from;
+      if (from) headers['x-forwarded-for'] = from;
       assert.is((await send('POST', '/api/events', { body: { events }, headers })).status, 200);
     }
     at = null;
@@ -326,7 +335,13 @@ function register() {
     const { page, statsRequests } = await open('/dashboard', undefined, BD_USER);
     const rows = (selector: string) => page.locator(selector).evaluateAll((trs) => trs.map((tr) => [...tr.children].map((c) => c.textContent)));
     const n = (x: number) => x.toLocaleString('en-US');
-    const tables = [['pages', 'Top pages'], ['referrers', 'Referrers'], ['browsers', 'Browsers'], ['os', 'Operating systems'], ['devices', 'Device types'], ['versions', 'App versions']] as const;
+    const tables = [['pages', 'Top pages'], ['referrers', 'Referrers'], ['browsers', 'Browsers'], ['os', 'Operating systems'], ['devices', 'Device types'], ['versions', 'App versions'],
+      ['environments', 'Environments'], ['utmSources', 'Campaign sources'], ['utmMediums', 'Campaign mediums'], ['utmCampaigns', 'Campaigns'],
+      ['countries', 'Countries'], ['customEvents', 'Custom events']] as const;
+    // Countries by name in the browser's language (en-US here), not by code.
+    const countryNames: Record<string, string> = { DE: 'Germany', AU: 'Australia', unknown: 'Unknown' };
+    const empty: Record<string, string> = { utmSources: 'No page loads with utm_source in this range.', utmMediums: 'No page loads with utm_medium in this range.',
+      utmCampaigns: 'No page loads with utm_campaign in this range.', customEvents: 'No custom events in this range.' };
     const seen = new Set<string>();
     for (const label of ['24 hours', '7 days', '30 days']) {
       await choose(page, label);
@@ -334,8 +349,8 @@ function register() {
       const stats = await api<Stats>(url.pathname + url.search, BD_USER);
       const b = stats.breakdowns!;
       for (const [key] of tables) {
-        const want = b[key].map((r) => [r.name, n(r.events), n(r.sessions), ...('p75' in r ? [r.p75 === null ? '—' : n(r.p75 as number)] : [])]);
-        assert.equal(await rows(`.panel-bd-${key} tbody tr`), want, `${label}: ${key}`);
+        const want = b[key]!.map((r) => [key === 'countries' ? countryNames[r.name] : r.name, n(r.events), n(r.sessions), ...('p75' in r ? [r.p75 === null ? '—' : n(r.p75 as number)] : [])]);
+        assert.equal(await rows(`.panel-bd-${key} tbody tr`), want.length ? want : [[empty[key]]], `${label}: ${key}`);
         seen.add(`${key}:${want.length}`);
       }
       for (const name of ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'] as const) {
@@ -352,6 +367,11 @@ function register() {
     }
     // The ranges showed different rows: 24 hours has one browser, 30 days two.
     assert.ok(seen.has('browsers:1') && seen.has('browsers:2') && seen.has('referrers:3'), [...seen].join(' '));
+    assert.ok(seen.has('utmSources:0') && seen.has('utmSources:1') && seen.has('utmSources:2') && seen.has('countries:3'), [...seen].join(' '));
+    // 30 days, by hand: the countries by name, the custom events by whichever field named them.
+    assert.equal(await rows('.panel-bd-countries tbody tr'), [['Unknown', '7', '2'], ['Australia', '5', '1'], ['Germany', '2', '1']]);
+    assert.equal(await rows('.panel-bd-customEvents tbody tr'), [['signup', '2', '2'], ['share', '1', '1']]);
+    assert.equal(await rows('.panel-bd-utmCampaigns tbody tr'), [['spring', '1', '1'], ['winter', '1', '1']]);
     // The fixture's numbers, checked by hand for 30 days: LCP 5200, 3100 and 1800 → p75 5,200 ms, poor.
     assert.is(await page.locator('.vitals [data-vital=LCP] .vital-value').textContent(), '5,200 ms');
     assert.equal(await rows('.panel-bd-referrers tbody tr'), [['direct', '2', '2'], ['https://news.example', '2', '2'], ['https://search.example', '1', '1']],

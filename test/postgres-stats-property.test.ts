@@ -151,7 +151,12 @@ function register() {
       const where = rnd();
       if (where < 0.45) raw.route = pick(['/', '/home', '/a/b', '/checkout', '/p/ü']);
       else if (where < 0.6) raw.route = `/item/${int(0, 140)}`;
-      else if (where < 0.85) raw.url = pick(['https://x.test/home?q=1', 'https://x.test/checkout#f', '/rel/path', 'not a url']);
+      else if (where < 0.85) {
+        raw.url = pick(['https://x.test/home?q=1', 'https://x.test/checkout#f', '/rel/path', 'not a url', 'https://x.test/?utm_source=News&utm_medium=cpc',
+          `https://x.test/l?utm_campaign=c${int(0, 130)}&utm_source=s${int(0, 3)}`, '/p?utm_medium=&utm_source=a&utm_source=b']);
+      }
+      raw.environment = pick(['production', 'production', 'staging', 'Production', undefined, undefined, ' ']);
+      if (type === 'custom') raw[pick(['name', 'eventName'])] = pick(['signup', 'checkout', `e${int(0, 120)}`, '']);
       raw.referrer = rnd() < 0.15 ? `https://r${int(0, 120)}.example/x`
         : pick(['https://search.example/q?x=1', 'https://news.example', 'http://blog.example:8080/a', 'android-app://x', '', undefined, undefined]);
       if (type === 'pageload') raw.data = { duration: duration(), ttfb: pick([12, 3.5, int(0, 400), undefined, 'x']) };
@@ -162,7 +167,7 @@ function register() {
       // Through JSON, as events arrive over HTTP (no undefined values).
       const e = normalise(JSON.parse(JSON.stringify(raw)) as RawEvent, { now: at, owner: user, newId: () => `${user}-${seed}-${++n}` });
       // As the route sets them: the client from the User-Agent, the project from the key.
-      if (rnd() < 0.85) e.client = pick(clients);
+      if (rnd() < 0.85) e.client = { ...pick(clients), country: pick(['DE', 'US', 'JP', null]) };
       const p = rnd();
       if (p < 0.3) e.projectId = 'p1';
       else if (p < 0.4) e.projectId = 'p2';

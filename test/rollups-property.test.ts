@@ -36,7 +36,10 @@ const rawEvent = fc.record({
   sessionId: fc.option(fc.constantFrom('a', 'b', 'c', 'd', 'e', 'lone\ud800'), { nil: undefined }),
   deployVersion: fc.option(fc.constantFrom('1.0', '2.0'), { nil: undefined }),
   route: fc.option(fc.constantFrom('/', '/a', '/b/c'), { nil: undefined }),
-  url: fc.option(fc.constantFrom('https://x/p?q=1', '/rel', 'not a url'), { nil: undefined }),
+  url: fc.option(fc.constantFrom('https://x/p?q=1', '/rel', 'not a url', 'https://x/p?utm_source=News&utm_medium=email',
+    '/l?utm_campaign=spring&utm_source=ads&utm_source=dup', 'https://x/?utm_medium=&utm_campaign=%20Launch'), { nil: undefined }),
+  environment: fc.option(fc.constantFrom('production', 'staging', 'Production', ' ', 'e'.repeat(65)), { nil: undefined }),
+  name: fc.option(fc.constantFrom('signup', 'checkout', '', 7), { nil: undefined }),
   duration,
   ttfb: fc.option(fc.integer({ min: 0, max: 500 }), { nil: undefined }),
   rating: fc.constantFrom(1, 2, 3, 4, 5, 0, 2.5, '3'),
@@ -47,6 +50,7 @@ const rawEvent = fc.record({
     browser: fc.constantFrom('Chrome', 'Firefox', null),
     os: fc.constantFrom('Windows', 'iOS', null),
     device: fc.constantFrom('desktop', 'mobile', null),
+    country: fc.constantFrom('DE', 'US', null, undefined),
   }), { nil: undefined }),
   vital: fc.constantFrom('LCP', 'INP', 'CLS', 'FCP', 'TTFB', 'cls', 'FID', undefined),
   vitalValue: fc.oneof(fc.integer({ min: 0, max: 6000 }), fc.double({ min: -1, max: 5, noNaN: true }), fc.constantFrom(0.1, 0.25, 0.1004, 2500, 2500.5, 'x')),
@@ -63,7 +67,7 @@ const at = (e: End, times: number[]) => ('t' in e ? e.t : times.length ? times[e
 let n = 0;
 type Raw = typeof rawEvent extends fc.Arbitrary<infer T> ? T : never;
 const toStored = (r: Raw): StoredEvent => {
-  const raw: RawEvent = { type: r.type, sessionId: r.sessionId, deployVersion: r.deployVersion, route: r.route, url: r.url, referrer: r.referrer };
+  const raw: RawEvent = { type: r.type, sessionId: r.sessionId, deployVersion: r.deployVersion, route: r.route, url: r.url, referrer: r.referrer, environment: r.environment, name: r.name };
   raw.data = r.type === 'feedback' ? { rating: r.rating }
     : r.type === 'performance' ? { name: r.vital, value: r.vitalValue }
     : { duration: r.duration, ttfb: r.ttfb };

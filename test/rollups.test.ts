@@ -2,8 +2,8 @@
 // container with tagged parts and cached day counts, and percentiles over gathered counts.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DIMENSIONS } from '../lib/breakdowns.ts';
-import { IdSet } from '../lib/rollup/assemble.ts';
+import { DIMENSIONS, LEGACY_DIMENSIONS } from '../lib/breakdowns.ts';
+import { assembleStats, IdSet, planStats } from '../lib/rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../lib/rollup/codec.ts';
 import { RouteDurations } from '../lib/rollup/durations.ts';
 import { HourRollup, type RollupPart, type RollupRow } from '../lib/rollup/hour.ts';
@@ -15,12 +15,12 @@ const H = 3_600_000;
 const T0 = Date.parse('2026-05-16T10:00:00.000Z');
 const row = (over: Partial<RollupRow> = {}): RollupRow => ({
   receivedMs: T0, type: 'click', version: null, session: null, route: null, duration: null, rating: null,
-  dims: [null, null, 'unknown', 'unknown', 'unknown', 'unknown'], vital: null, ...over,
+  dims: [null, null, 'unknown', 'unknown', 'unknown', 'unknown', 'unknown', null, null, null, 'unknown', null], vital: null, ...over,
 });
 const pageload = (route: string, duration: number, over: Partial<RollupRow> = {}) =>
-  row({ type: 'pageload', route, duration, dims: [route, 'direct', 'Chrome', 'Windows', 'desktop', 'unknown'], ...over });
+  row({ type: 'pageload', route, duration, dims: [route, 'direct', 'Chrome', 'Windows', 'desktop', 'unknown', 'prod', 'news', null, null, 'DE', null], ...over });
 const vital = (page: string, metric: number, units: number, session: string | null = null) =>
-  row({ type: 'performance', session, dims: [null, null, 'Firefox', 'Linux', 'desktop', '2.0'], vital: { metric, units, page } });
+  row({ type: 'performance', session, dims: [null, null, 'Firefox', 'Linux', 'desktop', '2.0', 'prod', null, null, null, 'FR', null], vital: { metric, units, page } });
 
 /** Everything a part says, in plain data, for deep comparison. */
 function contents(part: RollupPart) {
@@ -44,8 +44,8 @@ function breakdownsOf(part: RollupPart) {
   const c = part.columns();
   const sessions: string[] = [];
   part.forEachSession((s) => sessions.push(s));
-  assert.is(c.dimEnds.length, DIMENSIONS.length);
-  return DIMENSIONS.map((_, d) => {
+  assert.ok(c.dimEnds.length === DIMENSIONS.length || c.dimEnds.length === LEGACY_DIMENSIONS, 'all dimensions, or those kept before the newer ones');
+  return Array.from(c.dimEnds, (_, d) => {
     const out: Record<string, [number, string[]]> = {};
     for (let i = d ? c.dimEnds[d - 1] : 0; i < c.dimEnds[d]; i++) {
       const mine: string[] = [];
@@ -66,7 +66,7 @@ function sample(): HourRollup {
   h.add(pageload('/a', 70_000.25));
   h.add(pageload('/a', -3));
   h.add(pageload('/b', 1e300));
-  h.add(pageload('/a', 80, { session: 's2', dims: ['/a', 'https://x.example', 'Safari', 'iOS', 'mobile', '1.0'] }));
+  h.add(pageload('/a', 80, { session: 's2', dims: ['/a', 'https://x.example', 'Safari', 'iOS', 'mobile', '1.0', 'staging', 'ads', 'cpc', 'spring', 'JP', null] }));
   h.add(vital('/a', 0, 2600, 's1'));
   h.add(vital('/a', 0, 2600, 's2'));
   h.add(vital('/a', 2, 120));
@@ -91,7 +91,7 @@ test('a part encoded before breakdowns (WTR1) reads as one without them', () => 
   const part = FrozenHour.decode(Uint8Array.from(atob(old), (ch) => ch.charCodeAt(0)));
   const c = contents(part);
   assert.equal([c.hour, c.total, c.types, c.versions, c.routes, c.values, c.sessions], [493_000, 2, ['error', 'pageload'], ['unknown'], ['/a'], [120], ['s1', 's2']]);
-  assert.equal([c.breakdowns, c.vitalPages, c.vitalValues], [DIMENSIONS.map(() => ({})), [], []]);
+  assert.equal([c.breakdowns, c.vitalPages, c.vitalValues], [Array.from({ length: LEGACY_DIMENSIONS }, () => ({})), [], []]);
 });
 
 test('an hour counts types, versions, sessions, ratings and per route whole-ms durations and µs sums', () => {
@@ -400,6 +400,49 @@ test('user rollups by day: days past the merge budget of a read come hour by hou
   const ample = new UserRollups(Infinity);
   fill(ample);
   assert.equal(collect(ample), Array.from({ length: days }, (_, d) => [(day0 + d) * 24, 3]), 'ample budget: a part a day');
+});
+
+test('an hour counts environments, UTM sources, mediums and campaigns, countries and custom events', () => {
+  const h = sample();
+  h.add(row({ type: 'custom', session: 's9', dims: [null, null, 'unknown', 'unknown', 'unknown', 'unknown', 'unknown', null, null, null, 'unknown', 'signup'] }));
+  const [, , , , , , environments, sources, mediums, campaigns, countries, custom] = contents(h).breakdowns;
+  assert.equal(environments, { prod: [9, ['s1', 's2', 's3']], staging: [1, ['s2']], unknown: [4, ['s1', 's2', 's9']] });
+  assert.equal([sources, mediums, campaigns], [{ ads: [1, ['s2']], news: [5, ['s3']] }, { cpc: [1, ['s2']] }, { spring: [1, ['s2']] }]);
+  assert.equal(countries, { DE: [5, ['s3']], FR: [4, ['s1', 's2', 's3']], JP: [1, ['s2']], unknown: [4, ['s1', 's2', 's9']] });
+  assert.equal(custom, { signup: [1, ['s9']] });
+});
+
+// Encoded by the previous version (six dimensions, still "WTR2"): a click, a pageload and a custom
+// event of sessions s1 and s2.
+const SIX_DIMENSIONS = 'V1RSMgAAAAAAAAAACCkeQQAAAAAAAAhAAwAAAAAAAAAFAAAAAQAAAAEAAAABAAAAAQAAAAEAAAALAAAAOQAAAAIAAAAEAAAABgAAAAcAAAAHAAAACwAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAIEAAAAAAAAAgACAAACAAAAAAAAAAAAAAEBAQAAAAAAAAAAAAAAAAABAAAAAAAAAAEAAAAAAAAAAAAAAABM/UB4AAAAAAAAAAEAAAAAAAAABQYIAgIGBgcFBwMAAAAAAGNsaWNrY3VzdG9tcGFnZWxvYWQvYS9hZGlyZWN0Q2hyb21lRmlyZWZveExpbnV4ZGVza3RvcDEuMAAAAAAAAAACAgAAAAAAAHMxczIAAAAAAQAAAAIAAAAEAAAABQAAAAYAAAAHAAAAAQECAQMDAwABAAAAAgAAAAQAAAAFAAAABwAAAAkAAAALAAAAAAAAAAEBAAEBAAEAAQABAAAAAAA=';
+
+test('a part kept before the newer dimensions decodes with its six, and so does what it is merged into', () => {
+  const old = FrozenHour.decode(Uint8Array.from(atob(SIX_DIMENSIONS), (ch) => ch.charCodeAt(0)));
+  const c = contents(old);
+  assert.equal([c.total, c.types, c.sessions], [3, ['click', 'custom', 'pageload'], ['s1', 's2']]);
+  assert.is(c.breakdowns.length, LEGACY_DIMENSIONS);
+  assert.equal(c.breakdowns[2], { Chrome: [2, ['s1', 's2']], Firefox: [1, ['s2']] });
+  const merged = new HourRollup(old.hour);
+  merged.add(row({ receivedMs: old.hour * H, session: 's3' }));
+  merged.merge(old);
+  const m = contents(merged);
+  assert.is(m.breakdowns.length, LEGACY_DIMENSIONS, 'the merged hour lacks the newer dimensions of the old events: it leaves them out');
+  assert.equal(m.breakdowns[2], { Chrome: [2, ['s1', 's2']], Firefox: [1, ['s2']], unknown: [1, ['s3']] });
+  assert.equal(contents(FrozenHour.decode(encodePart(merged))).breakdowns, m.breakdowns, 'and encodes as such');
+  // Statistics over it leave those lists out; over fresh parts only, they are there.
+  const stats = (part: RollupPart) => {
+    const rollups = new UserRollups();
+    rollups.setPart(part instanceof HourRollup ? FrozenHour.decode(encodePart(part)) : part as FrozenHour, 1);
+    const plan = planStats(old.hour * H + 2 * H, { from: old.hour * H - H });
+    return assembleStats({ plan, rollups, edges: [], recents: { activeUsers: 0, errors: [], activity: [], points: new Map() } }).breakdowns!;
+  };
+  assert.equal(Object.keys(stats(old)), ['pages', 'referrers', 'browsers', 'os', 'devices', 'versions']);
+  assert.equal(Object.keys(stats(sample())), [...DIMENSIONS]);
+  assert.throws(() => {
+    const bytes = encodePart(sample());
+    new DataView(bytes.buffer).setUint32(24 + 4 * 12, 7, true);
+    FrozenHour.decode(bytes);
+  }, /do not match|truncated/, 'any other count of dimensions is no part');
 });
 
 test.run();

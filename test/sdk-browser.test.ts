@@ -21,6 +21,8 @@ interface StoredEvent {
   user_id: string | null;
   appName: string | null;
   referrer?: string;
+  environment?: string;
+  utm?: Record<string, string>;
   client?: { browser: string | null; os: string | null; device: string | null };
   projectId?: string;
   url: string | null;
@@ -353,6 +355,30 @@ setTimeout(rejectOnPurpose, 80);`;
     assert.not.ok('referrer' in second, 'same-site navigation reports no referrer');
     assert.not.ok(JSON.stringify(all).includes('private'), 'the referring path and query are never sent');
     await page.close();
+  });
+
+  test('environment and campaign: data-environment on every event; utm_* kept in the page URL with stripQuery, the rest of the query not', async () => {
+    const query = '?token=SECRET&utm_source=Newsletter&utm_medium=email&utm_campaign=Launch%20Day&utm_source=second#frag';
+    const campaign = { source: 'newsletter', medium: 'email', campaign: 'launch day' };
+    for (const strip of [true, false]) {
+      const user = uid(strip ? 'utm' : 'utm-full');
+      const ctx = await newContext({ '/page.html': html(sdkTag(` data-user-id="${user}" data-environment="staging" data-flush-interval="100"${strip ? '' : ' data-strip-query="false"'}`)) });
+      const page = await ctx.newPage();
+      const api = apiRequests(page);
+      await page.goto(app(`/page.html${query}`), { waitUntil: 'load' });
+      await page.click('button.btn span');
+      const events = await waitForEvents(user, (e) => e.some((x) => x.type === 'pageload') && e.some((x) => x.type === 'click'));
+      assert.ok(events.every((e) => e.environment === 'staging'), 'every event carries the environment');
+      const load = events.find((e) => e.type === 'pageload')!;
+      assert.equal(load.utm, campaign, `${strip ? 'stripped' : 'full'} URL: the campaign, lower-cased, the first of a repeated parameter`);
+      if (strip) {
+        assert.is(load.url, app('/page.html?utm_source=Newsletter&utm_medium=email&utm_campaign=Launch%20Day&utm_source=second'), 'only the utm_* parameters are kept');
+        assert.not.ok(api.map((r) => r.body).join('\n').includes('SECRET'), 'the rest of the query never leaves the page');
+      } else {
+        assert.is(load.url, app(`/page.html${query}`), 'stripQuery off: the URL as it is');
+      }
+      await page.close();
+    }
   });
 
   test('server answers 503 twice: the events still arrive, exactly once', async () => {

@@ -547,13 +547,17 @@ export function storeContract(
         sessionId: rand() < 0.85 ? pick(['a', 'b', 'c', 'd', 'e', 'f']) : undefined,
         deployVersion: rand() < 0.8 ? pick(['1.0', '1.1', '2.0']) : undefined,
         route: rand() < 0.6 ? pick(['/', '/a', '/b/c']) : undefined,
-        url: rand() < 0.5 ? pick(['https://x/p?q=1', '/rel/path', 'not a url at all']) : undefined,
+        url: rand() < 0.5 ? pick(['https://x/p?q=1', '/rel/path', 'not a url at all', 'https://x/?utm_source=News&utm_medium=cpc&utm_campaign=spring',
+          '/l?utm_source=ads&utm_campaign=Launch', 'https://x/?utm_medium=email&utm_source=mail']) : undefined,
         referrer: rand() < 0.4 ? pick(['https://search.example', 'https://news.example/a?b=c', 'ftp://x']) : undefined,
+        // Unmapped fields are kept as sent: set only when there is a value, as JSON would carry them.
+        ...(rand() < 0.7 ? { environment: pick(['production', 'staging', 'Production']) } : {}),
+        ...(type === 'custom' && rand() < 0.8 ? { name: pick(['signup', 'checkout', 'share']) } : {}),
         data,
       }, owner, now - pick(offsets) - Math.floor(rand() * 1000));
       // As POST /api/events sets it from the User-Agent (some events, as stored before, have none).
       if (rand() < 0.8) {
-        e.client = { browser: pick(['Chrome', 'Firefox', null]), os: pick(['Windows', 'Android', null]), device: pick(['desktop', 'mobile', null]) };
+        e.client = { browser: pick(['Chrome', 'Firefox', null]), os: pick(['Windows', 'Android', null]), device: pick(['desktop', 'mobile', null]), country: pick(['DE', 'US', 'JP', null]) };
       }
       all.push(e);
       if (owner === 'st') mine.push(e);
@@ -612,7 +616,8 @@ export function storeContract(
       // The data has every breakdown and vital, so they are compared with something in them.
       const wide = computeStats(mine, now, ranges[10]);
       const b = wide.breakdowns!;
-      assert.ok([b.pages, b.referrers, b.browsers, b.os, b.devices, b.versions].every((rows) => rows.length >= 3), 'every breakdown has names');
+      assert.ok([b.pages, b.referrers, b.browsers, b.os, b.devices, b.versions, b.environments, b.countries, b.customEvents].every((rows) => rows!.length >= 3), 'every breakdown has names');
+      assert.ok([b.utmSources, b.utmMediums, b.utmCampaigns].every((rows) => rows!.length >= 2), 'campaigns too');
       assert.ok(Object.values(wide.vitals!.metrics).every((m) => m.count > 0) && wide.vitals!.pages.length >= 3, 'every vital has values');
     });
 

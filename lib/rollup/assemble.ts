@@ -4,7 +4,7 @@
 // answers null, from raw events), and calls assembleStats. The result equals computeStats over the
 // same events; the property tests check that.
 import {
-  DIMENSIONS, topRows, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
+  breakdownLists, DIMENSIONS, topRows, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
   type BreakdownRow, type PageRow, type VitalSummary,
 } from '../breakdowns.ts';
 import type { RangeCounts, Recents } from '../live-window.ts';
@@ -78,6 +78,11 @@ export interface StatsInput {
    * range (the PostgreSQL store's counters do not keep them yet; docs/api.md#breakdowns).
    */
   breakdowns?: boolean;
+  /**
+   * The dimensions every event in range was counted in, when the rollups cannot tell themselves
+   * (PostgreSQL's counters of events stored before the newer dimensions); default all.
+   */
+  dimensions?: number;
 }
 
 /** Distinct small non-negative integers, as a bitset that grows: adding one is a few instructions. */
@@ -104,7 +109,7 @@ interface RouteTotals { count: number; sumMicros: number; durations: RouteDurati
 interface VitalTotals { count: number; ratings: number[]; values: RouteDurations }
 const vitalTotals = (): VitalTotals => ({ count: 0, ratings: [0, 0, 0], values: new RouteDurations() });
 
-export function assembleStats({ plan, rollups, edges, recents, breakdowns = true }: StatsInput): Stats {
+export function assembleStats({ plan, rollups, edges, recents, breakdowns = true, dimensions = DIMENSIONS.length }: StatsInput): Stats {
   const { now, range: r } = plan;
   const withBreakdowns = r !== null && breakdowns;
   const [h0, h1] = plan.fullHours;
@@ -134,9 +139,13 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   const vitals = VITAL_NAMES.map(vitalTotals);
   const vitalPages = new Map<string, { events: number; metrics: (VitalTotals | undefined)[] }>();
 
+  // How many dimensions every part read holds: a part kept before the newer ones lacks them, and
+  // their lists are then left out (breakdownLists) rather than counted from some parts only.
+  let known: number = dimensions;
   const addBreakdowns = (part: RollupPart, c: PartColumns) => {
     const sessions = c.dimSessions.length ? sessionIds.of(part) : null;
-    for (let d = 0, i = 0; d < DIMENSIONS.length; d++) {
+    known = Math.min(known, c.dimEnds.length);
+    for (let d = 0, i = 0; d < c.dimEnds.length; d++) {
       const names = dims[d];
       for (; i < c.dimEnds[d]; i++) {
         let row = names.get(c.dimNames[i]);
@@ -230,7 +239,7 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   const rows = (d: number): BreakdownRow[] =>
     topRows([...dims[d]].map(([name, row]) => ({ name, events: row.events, sessions: row.sessions.size })));
   const pages: PageRow[] = rows(0).map((row) => ({ ...row, p75: routeP75.get(row.name) ?? null }));
-  stats.breakdowns = { pages, referrers: rows(1), browsers: rows(2), os: rows(3), devices: rows(4), versions: rows(5) };
+  stats.breakdowns = breakdownLists(rows, pages, known);
   const summary = (m: number, t: VitalTotals | undefined): VitalSummary | undefined =>
     t && t.count ? vitalSummary(m, t.count, t.values.nearestRanks(t.count, [75])[0], t.ratings) : undefined;
   stats.vitals = vitalsOf(vitals, vitalPages, summary);

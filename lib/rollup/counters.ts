@@ -23,7 +23,7 @@ export const TYPE = 't', VERSION = 'v', RATING = 'f', ROUTE = 'd', HOUR_SESSIONS
  * Breakdown counters, one kind per dimension (DIMENSIONS order), key the name: events with it.
  * Their sessions are kept as sets (watchtower_breakdown_sessions), not counted.
  */
-export const DIM_KINDS = ['P', 'R', 'B', 'O', 'D', 'V'] as const;
+export const DIM_KINDS = ['P', 'R', 'B', 'O', 'D', 'V', 'N', 'U', 'M', 'C', 'G', 'X'] as const;
 /** Vital counters, one kind per metric (VITAL_NAMES order), key the page, `ms` the value in units. */
 export const VITAL_KINDS = ['0', '1', '2', '3', '4'] as const;
 const DIM_OF = new Map<string, number>(DIM_KINDS.map((k, d) => [k, d]));

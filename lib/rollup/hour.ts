@@ -6,7 +6,7 @@
 // HourRollup is the mutable form that takes events one by one (and gives them back: the memory
 // store evicts); FrozenHour (codec.ts) is the compact, immutable form a sealed hour is kept in.
 // Both offer the same read side, RollupPart, which is all that assembleStats reads.
-import { DIMENSIONS, dimensionNames, vitalOf } from '../breakdowns.ts';
+import { DIMENSIONS, dimensionNames, LEGACY_DIMENSIONS, vitalOf } from '../breakdowns.ts';
 import type { StoredEvent } from '../event.ts';
 import { feedbackRating, HOUR_MS, micros, pageloadDuration, roundMs } from '../stats.ts';
 import { routeKey, UNKNOWN } from '../event-keys.ts';
@@ -68,7 +68,8 @@ export interface PartColumns {
   values: ArrayLike<number>;
   valueCounts: ArrayLike<number>;
   /**
-   * Breakdown names of every dimension, one after the other: dimension d's are `dimNames` from
+   * Breakdown names of every dimension the part holds (`dimEnds.length`: all of DIMENSIONS, or the
+   * first LEGACY_DIMENSIONS in a part kept before the others), one after the other: dimension d's are `dimNames` from
    * `dimEnds[d - 1]` (0 for the first) to `dimEnds[d]`, ascending. Name i has `dimCounts[i]`
    * events and the sessions `dimSessions` from `dimSessionEnds[i - 1]` to `dimSessionEnds[i]`,
    * as indices into the part's sessions in the order forEachSession gives them.
@@ -90,9 +91,12 @@ export interface PartColumns {
   vitalValueCounts: ArrayLike<number>;
 }
 
-/** Columns of a part without breakdowns or vitals (parts encoded before they existed). */
+/**
+ * Columns of a part without breakdowns or vitals (parts encoded before they existed): empty lists
+ * of the dimensions kept then.
+ */
 export const NO_BREAKDOWNS = {
-  dimNames: [], dimEnds: new Uint32Array(DIMENSIONS.length), dimCounts: [], dimSessionEnds: [], dimSessions: [],
+  dimNames: [], dimEnds: new Uint32Array(LEGACY_DIMENSIONS), dimCounts: [], dimSessionEnds: [], dimSessions: [],
   vitalPages: [], vitalMetrics: [], vitalEnds: [], vitalValues: [], vitalValueCounts: [],
 } as const satisfies Partial<PartColumns>;
 
@@ -156,6 +160,11 @@ export class HourRollup implements RollupPart {
   private readonly feedback = [0, 0, 0, 0, 0];
   private readonly routes = new Map<string, RouteCounts>();
   private readonly dims = DIMENSIONS.map(() => new Map<string, NameCounts>());
+  /**
+   * The dimensions it holds: all, unless a part kept before the newer ones was merged in, whose
+   * events are then missing from those (so they are left out of its columns, not given partial).
+   */
+  private dimensions: number = DIMENSIONS.length;
   /** Page → per metric (VITAL_NAMES index), value in units → events. */
   private readonly vitals = new Map<string, Map<number, Map<number, number>>>();
   /** columns() of the current content, dropped on every change. */
@@ -254,7 +263,8 @@ export class HourRollup implements RollupPart {
       sessions.push(s);
       bump(this.sessions, s, 1);
     });
-    for (let d = 0, i = 0; d < DIMENSIONS.length; d++) {
+    this.dimensions = Math.min(this.dimensions, c.dimEnds.length);
+    for (let d = 0, i = 0; d < c.dimEnds.length; d++) {
       for (; i < c.dimEnds[d]; i++) {
         const n = this.nameCounts(d, c.dimNames[i]);
         n.events += c.dimCounts[i];
@@ -298,7 +308,7 @@ export class HourRollup implements RollupPart {
     // Sessions are referred to by their place in forEachSession's order, which is the map's.
     const sessionIndex = new Map<string, number>();
     for (const s of this.sessions.keys()) sessionIndex.set(s, sessionIndex.size);
-    const dim = dimColumns(this.dims, (n) => n.events, (n) => n.sessions.keys(), (s) => sessionIndex.get(s)!);
+    const dim = dimColumns(this.dims.slice(0, this.dimensions), (n) => n.events, (n) => n.sessions.keys(), (s) => sessionIndex.get(s)!);
     const { vitalPages, vitalMetrics, lists: vitalMaps } = vitalEntries(this.vitals);
     const vital = valueColumns(vitalMaps);
     return (this.cached = {

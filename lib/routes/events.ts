@@ -6,6 +6,7 @@ import { resolveOwner } from '../owner.ts';
 import { limitProject, projectOfKey, requestKey, type KeyedProject } from '../projects.ts';
 import { batchItems, batchSentAt, parseEventsQuery, parseExportQuery, validateEvents } from '../schema.ts';
 import { clientInfo } from '../client-info.ts';
+import { countryOfAddress } from '../geo.ts';
 import { announceStored, clientAddress, readScope, requireUser, type Context, type ServeInfo } from '../context.ts';
 import { InvalidCursorError } from '../store/types.ts';
 
@@ -17,20 +18,23 @@ export const beacon = (request: Request, ctx: Context, info?: ServeInfo) => rece
 const BOT_ANSWER = '{"accepted":0,"rejected":0,"bot":true}';
 
 async function receive(request: Request, ctx: Context, info: ServeInfo | undefined, echo: boolean): Promise<JsonReply> {
-  const wait = ctx.limiter.take(clientAddress(ctx, request, info), ctx.now());
+  const address = clientAddress(ctx, request, info);
+  const wait = ctx.limiter.take(address, ctx.now());
   if (wait) throw new HttpError(429, 'rate_limited', 'Too many requests; retry later', { 'retry-after': String(wait) });
   // Browser, OS and device, from a cache of recent user agents: the raw header is never stored.
-  const client = clientInfo(request.headers.get('user-agent'));
+  const agent = clientInfo(request.headers.get('user-agent'));
   // A project key in the X-Watchtower-Key header marks a backend or script sending on purpose: the
   // browser SDK puts its key in the query string (a header would cost a CORS preflight), so a
   // crawler rendering a page with the SDK is still dropped. The key itself is checked below as ever.
-  if (client.device === 'bot' && !ctx.keepBots && !request.headers.has('x-watchtower-key')) {
+  if (agent.device === 'bot' && !ctx.keepBots && !request.headers.has('x-watchtower-key')) {
     // Answered as a success, so crawlers and SDKs do not retry, before the body is even read; the
     // answer says why nothing was stored, for a person trying the endpoint with curl (README "Bots").
     ctx.botsDropped++;
     return jsonText(BOT_ANSWER, 202);
   }
   checkContentType(request);
+  // The country of the address, never the address itself (README "Countries").
+  const client = { ...agent, country: ctx.geo ? await countryOfAddress(address, ctx.log) : null };
   // A bad or forged token never claims ownership: the sender is then simply unidentified.
   const { userId: authUser } = await ctx.auth.resolve(request);
   const bytes = await readBody(request);
@@ -49,7 +53,7 @@ async function receive(request: Request, ctx: Context, info: ServeInfo | undefin
   const events = valid.map((raw) => {
     const owner = resolveOwner({ authUser, projectOwner, defaultOwner: ctx.defaultOwner, eventUserId: raw.userId, trustEventUserId: ctx.trustEventUserId });
     const event = normalise(raw, { now, receivedAt, clockOffsetMs, owner });
-    // One frozen object shared by the request's events; it replaces a client's own `client` field.
+    // One object shared by the request's events; it replaces a client's own `client` field.
     event.client = client;
     // The project only on its owner's events: a signed-in user's own events never join another's project.
     if (keyed && owner === projectOwner) event.projectId = keyed.project.id;

@@ -1,13 +1,18 @@
 // The fields every Sentry payload shares, read the same way by the event, transaction and
 // breadcrumb mappings: ids, timestamps and page URLs.
+import { campaignQuery } from '../event-fields.ts';
 import { isTimestamp } from '../schema.ts';
 
 /**
  * The page or request URL without query string and fragment: they often carry tokens or personal
- * data, and Watchtower's own SDK strips them too (README, "Instrument your app").
+ * data, and Watchtower's own SDK strips them too (README, "Instrument your app"). An event's own
+ * page URL (`campaign`) keeps its `utm_*` parameters, as the SDK does, so that ingest reads its
+ * campaign.
  */
-export function pageUrl(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value.replace(/[?#].*/s, '').slice(0, 2048) || undefined : undefined;
+export function pageUrl(value: unknown, campaign = false): string | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  const base = value.replace(/[?#].*/s, '');
+  return (campaign ? base + campaignQuery(value.slice(0, 8192)) : base).slice(0, 2048) || undefined;
 }
 
 /**

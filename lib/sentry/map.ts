@@ -63,7 +63,7 @@ export function sentryEventToRaw(event: Obj, itemType = 'event', envelopeEventId
     timestamp: isoTimestamp(event.timestamp),
     deployVersion: text(event.release, 64),
     environment: text(event.environment, 64),
-    url: (raw.url as string | undefined) ?? pageUrl(request?.url),
+    url: (raw.url as string | undefined) ?? pageUrl(request?.url, true),
     route: text(event.transaction, 2048),
   }));
   return fit(compact(raw));
@@ -112,7 +112,7 @@ function feedbackFields(event: Obj): RawEvent {
     // event's `source`, which holds a file for errors.
     feedbackSource: text(feedback.source, 128),
   });
-  return compact({ type: 'feedback', message, severity: level(event.level, 'info'), url: pageUrl(feedback.url), data });
+  return compact({ type: 'feedback', message, severity: level(event.level, 'info'), url: pageUrl(feedback.url, true), data });
 }
 
 /**

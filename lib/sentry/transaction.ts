@@ -39,7 +39,8 @@ export function transactionToRaw(event: Obj, envelopeEventId?: unknown): RawEven
   const common = {
     timestamp: isoTimestamp(event.start_timestamp) ?? isoTimestamp(event.timestamp),
     deployVersion: text(event.release, 64),
-    url: pageUrl(request?.url),
+    environment: text(event.environment, 64),
+    url: pageUrl(request?.url, true),
     route,
   };
   const measurements = obj(event.measurements) ?? {};
@@ -107,7 +108,8 @@ export function spansToRaw(body: Obj): RawEvent[] {
     const common = {
       timestamp: isoTimestamp(span.start_timestamp),
       deployVersion: text(attrs['sentry.release'], 64),
-      url: pageUrl(attrs['url.full']),
+      environment: text(attrs['sentry.environment'], 64),
+      url: pageUrl(attrs['url.full'], true),
       route,
     };
     if (span.is_segment === true && attrs['sentry.op'] === 'pageload' && route) {

@@ -198,10 +198,15 @@ export async function decodeManifest(bytes: Uint8Array, path: string, wants: Man
  * and filter sections copied as they are (a backfill rewrites hundreds of manifests, and decoding
  * their windows and filters only to write them again was most of the work).
  */
-export async function withProjects(bytes: Uint8Array, path: string, projects: Record<string, Record<string, ScopeParts>>): Promise<Uint8Array> {
+export async function withProjects(bytes: Uint8Array, path: string, projects: Record<string, Record<string, ScopeParts>>,
+  /** The owners' own parts, when they are rebuilt too (an owner not named keeps its parts). */
+  ownParts: Record<string, Uint8Array[]> = {}): Promise<Uint8Array> {
   const layout = sectionsOf(bytes, path);
   const m = await decodeManifest(bytes, path, layout ? { windows: false, filter: () => false } : ALL);
-  for (const [owner, entry] of Object.entries(m.owners)) entry.projects = projects[owner] ?? {};
+  for (const [owner, entry] of Object.entries(m.owners)) {
+    entry.projects = projects[owner] ?? {};
+    if (ownParts[owner]) entry.parts = ownParts[owner];
+  }
   m.projectsKnown = true;
   if (!layout) return encodeManifest(m);
   const { filter: _f, windows: _w, projectWindows: _p, projectsKnown: _k, owners, ...rest } = m;

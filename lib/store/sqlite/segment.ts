@@ -175,9 +175,10 @@ export class SegmentDb implements SegmentReader {
     }
   }
 
-  /** Rows of events ingested with a project key, seq in [fromSeq, endSeq), by seq. */
-  projectRows(fromSeq: number, endSeq: number, each: (r: TrackedRow) => void): void {
-    const s = this.statement(`SELECT ${TRACK_COLUMNS} FROM events WHERE seq >= ? AND seq < ? AND json_extract(metadata, '$.projectId') IS NOT NULL ORDER BY seq`);
+  /** Rows of events ingested with a project key (`all`: every row), seq in [fromSeq, endSeq), by seq. */
+  projectRows(fromSeq: number, endSeq: number, each: (r: TrackedRow) => void, all = false): void {
+    const s = this.statement(all ? `SELECT ${TRACK_COLUMNS} FROM events WHERE seq >= ? AND seq < ? ORDER BY seq`
+      : `SELECT ${TRACK_COLUMNS} FROM events WHERE seq >= ? AND seq < ? AND json_extract(metadata, '$.projectId') IS NOT NULL ORDER BY seq`);
     s.bind([fromSeq, endSeq]);
     try {
       while (s.step()) each(rowFrom(s.get()));

@@ -26,7 +26,29 @@ export const BREAKDOWN_PANELS: BreakdownPanel[] = [
   { key: 'os', title: 'Operating systems', file: 'operating-systems', columns: ['OS', 'Events', 'Sessions'], empty: 'No events in this range.', cells: counts },
   { key: 'devices', title: 'Device types', file: 'device-types', columns: ['Device', 'Events', 'Sessions'], empty: 'No events in this range.', cells: counts },
   { key: 'versions', title: 'App versions', file: 'app-versions', columns: ['Version', 'Events', 'Sessions'], empty: 'No events in this range.', cells: counts },
+  { key: 'environments', title: 'Environments', file: 'environments', columns: ['Environment', 'Events', 'Sessions'], empty: 'No events in this range.', cells: counts },
+  { key: 'utmSources', title: 'Campaign sources', file: 'campaign-sources', columns: ['utm_source', 'Page loads', 'Sessions'], empty: 'No page loads with utm_source in this range.', cells: counts },
+  { key: 'utmMediums', title: 'Campaign mediums', file: 'campaign-mediums', columns: ['utm_medium', 'Page loads', 'Sessions'], empty: 'No page loads with utm_medium in this range.', cells: counts },
+  { key: 'utmCampaigns', title: 'Campaigns', file: 'campaigns', columns: ['utm_campaign', 'Page loads', 'Sessions'], empty: 'No page loads with utm_campaign in this range.', cells: counts },
+  { key: 'countries', title: 'Countries', file: 'countries', columns: ['Country', 'Events', 'Sessions'], empty: 'No events in this range.', cells: (r) => [countryName(r.name), r.events, r.sessions] },
+  { key: 'customEvents', title: 'Custom events', file: 'custom-events', columns: ['Event', 'Events', 'Sessions'], empty: 'No custom events in this range.', cells: counts },
 ];
+
+let regions: Intl.DisplayNames | null | undefined;
+/** A country's name in the reader's language (`DE` → Germany); the code itself where none is known. */
+export function countryName(code: string): string {
+  if (code === 'unknown') return 'Unknown';
+  try {
+    regions ??= new Intl.DisplayNames(undefined, { type: 'region' });
+  } catch {
+    regions = null;
+  }
+  try {
+    return regions?.of(code) ?? code;
+  } catch {
+    return code;
+  }
+}
 
 type Rating = 'good' | 'needs-improvement' | 'poor';
 

@@ -16,7 +16,7 @@ const ERRORS = [
 ];
 const CLICKS = ['Save', 'Share', 'Open note', 'Search', 'New note'];
 // What a session was sent from (as the server derives it from the User-Agent), and where it came from.
-const CLIENTS: StoredEvent['client'][] = [
+const CLIENTS: NonNullable<StoredEvent['client']>[] = [
   { browser: 'Chrome', browserVersion: '131', os: 'Windows', device: 'desktop' },
   { browser: 'Chrome', browserVersion: '131', os: 'macOS', device: 'desktop' },
   { browser: 'Safari', browserVersion: '18', os: 'iOS', device: 'mobile' },
@@ -29,6 +29,11 @@ const REFERRERS = [undefined, undefined, undefined, 'https://www.google.com', 'h
 // Web vitals around their thresholds: [name, typical value, spread].
 const VITALS: [string, number, number][] = [['LCP', 1600, 2600], ['INP', 280, 520], ['CLS', 0.02, 0.2], ['FCP', 900, 1200], ['TTFB', 250, 900]];
 const CUSTOM = ['note_saved', 'search_performed', 'note_shared'];
+// Where a session came from (as the server looks it up from the address) and which campaign, if any,
+// brought it (the first page's utm_* parameters).
+const COUNTRIES = ['US', 'US', 'DE', 'GB', 'FR', 'IN', 'BR', 'JP', 'CA', 'NL', null];
+const CAMPAIGNS = [undefined, undefined, undefined, undefined, 'utm_source=newsletter&utm_medium=email&utm_campaign=spring_launch',
+  'utm_source=google&utm_medium=cpc&utm_campaign=notes_search', 'utm_source=twitter&utm_medium=social&utm_campaign=spring_launch'];
 
 /** A 32-bit hash of i and a salt: stable pseudo-random numbers without state. */
 function h(i: number, salt: number): number {
@@ -56,7 +61,9 @@ export function sampleEvents(now: number): StoredEvent[] {
       const [route, base] = ROUTES[h(i, 2) % ROUTES.length]!;
       const roll = unit(i, 3);
       const common = { sessionId: `s${session}`, deployVersion: version, appName: 'notes', route, url: `https://notes.example.com${route.replace(':id', String(100 + (h(i, 4) % 50)))}` };
-      const client = CLIENTS[h(session, 16) % CLIENTS.length];
+      const client = { ...CLIENTS[h(session, 16) % CLIENTS.length], country: COUNTRIES[h(session, 19) % COUNTRIES.length] };
+      const campaign = k === 0 ? CAMPAIGNS[h(session, 20) % CAMPAIGNS.length] : undefined;
+      if (campaign) common.url += `?${campaign}`;
       let raw: { type: string; message?: string; data: Record<string, unknown> };
       if (k === 0 || roll < 0.3) {
         // Log-normal-ish page loads; search on the beta is slower.
@@ -77,7 +84,9 @@ export function sampleEvents(now: number): StoredEvent[] {
         raw = { type: 'performance', data: { name, value: name === 'CLS' ? Math.round(value * 1000) / 1000 : Math.round(value) } };
       }
       const id = `sample-${i}`;
-      const event = normalise({ ...common, ...raw, id, timestamp: new Date(at).toISOString() }, { now: at, owner: 'demo', newId: () => id });
+      // A few sessions are the team's own, on staging.
+      const environment = h(session, 21) % 10 === 0 ? 'staging' : 'production';
+      const event = normalise({ ...common, ...raw, environment, id, timestamp: new Date(at).toISOString() }, { now: at, owner: 'demo', newId: () => id });
       event.client = client;
       events.push(event);
       ago -= 20_000 + (h(i, 14) % 90_000);

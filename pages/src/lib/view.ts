@@ -330,10 +330,12 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
   /** The breakdown tables and the vitals panel; without a range they say how to get them. */
   function showBreakdowns(stats: Stats) {
     const none = 'Choose a time range (not "all") to see this.';
+    // A store upgraded with events in it leaves out the lists it did not count then (docs/api.md#breakdowns).
+    const older = 'Not counted for this range: it reaches back before the upgrade that added it. Choose a later start.';
     for (const b of BREAKDOWN_PANELS) {
       const rows = stats.breakdowns?.[b.key] ?? [];
       models.set(`bd-${b.key}`, { name: b.file, columns: b.columns, rows: rows.map(b.cells) });
-      fillBarTable(breakdownBodies.get(b.key)!, models.get(`bd-${b.key}`)!, stats.breakdowns ? b.empty : none);
+      fillBarTable(breakdownBodies.get(b.key)!, models.get(`bd-${b.key}`)!, !stats.breakdowns ? none : b.key in stats.breakdowns ? b.empty : older);
     }
     const v = stats.vitals;
     const metrics = v ? VITAL_NAMES.map((n) => [n, v.metrics[n]] as const) : [];

@@ -101,7 +101,7 @@ async function edgesOf(q: StatsQuery, row: CountersRow): Promise<RollupPart[]> {
 
 export async function assemble(q: StatsQuery, row: CountersRow, latest: Promise<[SeqRow[], SeqRow[]]>,
   { guessed, pointsEarly, pointsOf }: PointReads): Promise<Stats> {
-  const { plan, breakdowns } = q;
+  const { plan, breakdowns, dimensions } = q;
   const { parts, rollups } = rollupsOf(q, row);
   const edges = await edgesOf(q, row);
 
@@ -121,7 +121,7 @@ export async function assemble(q: StatsQuery, row: CountersRow, latest: Promise<
     if (pts.length) points.set(route, pts.reverse().map(({ duration, ttfb, ts }) => ({ duration, ttfb, timestamp: ts })));
   }
   const recents: Recents = { activeUsers: row.active, errors: errors.map(toEvent), activity: activity.map(toEvent), points };
-  return assembleStats({ plan, rollups, edges, recents, breakdowns });
+  return assembleStats({ plan, rollups, edges, recents, breakdowns, dimensions });
 }
 
 /**

@@ -24,6 +24,10 @@ export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCa
   let breakdownsFromHour: number | undefined;
   const breakdownsFrom = async () =>
     (breakdownsFromHour ??= (await sql<{ hour: number }[]>`select hour from watchtower_breakdowns_from`)[0]?.hour ?? -Infinity);
+  // The first hour whose events all have counters of the newer dimensions (migration 18).
+  let dimensionsFromHour: number | undefined;
+  const dimensionsFrom = async () =>
+    (dimensionsFromHour ??= (await sql<{ hour: number }[]>`select hour from watchtower_dimensions_from`)[0]?.hour ?? -Infinity);
   return async (userId, now, range, projectId): Promise<Stats> => {
     const user = col(userId)!, scope = col(scopeOf(projectId))!;
     // A bad range is a RangeError before any query.
@@ -51,7 +55,7 @@ export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCa
       }
       const plan = planStats(now, range, latest);
       return statsOf(sql, dayCache, edgeMinutes, plan, user, scope, projectId === undefined ? null : col(projectId),
-        await days, (f, want, known) => newest(f, want, undefined, known), readOwner, await breakdownsFrom());
+        await days, (f, want, known) => newest(f, want, undefined, known), readOwner, [await breakdownsFrom(), await dimensionsFrom()]);
     });
   };
 }
@@ -69,8 +73,8 @@ export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCa
  * never a transaction (see guard).
  */
 async function statsOf(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeMinuteCache, plan: StatsPlan, user: string, scope: string, project: string | null,
-  userDays: readonly EventDay[], newest: NewestOf, read: OwnerRead, breakdownsFrom: number): Promise<Stats> {
-  const q = planQuery(sql, cache, minutes, plan, user, scope, project, userDays, breakdownsFrom);
+  userDays: readonly EventDay[], newest: NewestOf, read: OwnerRead, [breakdownsFrom, dimensionsFrom]: [number, number]): Promise<Stats> {
+  const q = planQuery(sql, cache, minutes, plan, user, scope, project, userDays, breakdownsFrom, dimensionsFrom);
   const { window, days } = q;
   const latest = Promise.all([newest({ ...window, type: 'error' }, RECENT_ERRORS, days), newest(window, RECENT_ACTIVITY, days)]);
   // Settled even if the main statement fails first, so that no rejection goes unhandled.

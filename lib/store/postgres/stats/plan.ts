@@ -4,6 +4,7 @@
 import type postgres from 'postgres';
 import type { StatsPlan } from '../../../rollup/assemble.ts';
 import type { RollupPart } from '../../../rollup/hour.ts';
+import { DIMENSIONS, LEGACY_DIMENSIONS } from '../../../breakdowns.ts';
 import { DAY_SESSIONS, DIM_KINDS, HOUR_SESSIONS, VITAL_KINDS } from '../../../rollup/counters.ts';
 import { ACTIVE_WINDOW_MS, DAY_MS, HOUR_MS, SERIES_DAYS } from '../../../stats.ts';
 import { isoBounds } from '../../filter.ts';
@@ -27,12 +28,14 @@ export const BLOCKS = '\u0001blocks';
 export type StatsQuery = ReturnType<typeof planQuery>;
 
 export function planQuery(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeMinuteCache, plan: StatsPlan, user: string, scope: string, project: string | null,
-  userDays: readonly EventDay[], breakdownsFrom: number) {
+  userDays: readonly EventDay[], breakdownsFrom: number, dimensionsFrom: number) {
   const { now, range: r } = plan;
   const [h0, h1] = plan.fullHours;
   // Breakdowns with a range that starts where every event has their counters (see migration 5);
   // without them their counters are not even read.
   const breakdowns = r !== null && r.from >= breakdownsFrom * HOUR_MS;
+  // The newer dimensions likewise, from migration 18 (their counters are read all the same).
+  const dimensions = r !== null && r.from >= dimensionsFrom * HOUR_MS ? DIMENSIONS.length : LEGACY_DIMENSIONS;
   const notRead = [HOUR_SESSIONS, DAY_SESSIONS, ...(breakdowns ? [] : [...DIM_KINDS, ...VITAL_KINDS])];
   const perBucket = r ? r.bucketMs / HOUR_MS : 24;
   const today = Math.floor(now / DAY_MS);
@@ -93,7 +96,7 @@ export function planQuery(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeM
   // their rows are as they were (see ./edge-minutes.ts).
   const minuteSpans = wholeMinutes(plan.rawSpans);
   const heldMinutes = minuteSpans.length ? minutes.held(user, scope, minuteSpans) : new Map<string, RollupPart>();
-  return { minutes, minuteSpans, heldMinutes, sql, cache, plan, user, scope, project, userDays, now, r, h0, h1, breakdowns, notRead, perBucket, s0, s1, iso, anyOf, received, reaching, active, seenCounts, seenAfter, cut, rolled, blocksCached, cachedBlocks, inSpans, counterDays, sessionRowDays, sessionDays, cachedSessions, ofProject, inRange, cached, cachedFolds, window, days, sessionSpans };
+  return { minutes, minuteSpans, heldMinutes, sql, cache, plan, user, scope, project, userDays, now, r, h0, h1, breakdowns, dimensions, notRead, perBucket, s0, s1, iso, anyOf, received, reaching, active, seenCounts, seenAfter, cut, rolled, blocksCached, cachedBlocks, inSpans, counterDays, sessionRowDays, sessionDays, cachedSessions, ofProject, inRange, cached, cachedFolds, window, days, sessionSpans };
 }
 
 /**

@@ -3,6 +3,7 @@
 // thread. docs/architecture.md (SQLite store, Start-up and Time segments) says why each step.
 import { basename, dirname, join } from 'node:path';
 import type { Database, SqlJsStatic } from 'sql.js';
+import { DIMENSIONS } from '../../../breakdowns.ts';
 import { FrozenHour } from '../../../rollup/codec.ts';
 import { removeGradually, type StoreFs } from '../../fs.ts';
 import { listSegments, readSegments, removeSegmentsUpTo } from '../journal.ts';
@@ -163,17 +164,24 @@ function derive(engine: Engine, manifests: Manifest[], windowsCutoff: number): v
   // those of segments without project parts, and those of the newest if it kept no project windows.
   const newest = manifests[manifests.length - 1];
   const unknown = held.filter((m) => !m.projectsKnown);
-  engine.backfill.segments = unknown.map((m) => m.id);
+  // Segments with parts kept before the newer dimensions: rebuilt from their rows (backfill.ts).
+  const older = new Set<number>();
   const missed = [...unknown, ...(newest && newest.projectWindows === null ? [newest] : [])];
   scopes.projectWindowsFrom = missed.length ? Math.max(...missed.map((m) => m.maxReceived)) + 1 : -Infinity;
   for (const m of held) {
+    const set = (owner: string, project: string | undefined, bytes: Uint8Array) => {
+      const part = FrozenHour.decode(bytes);
+      if (part.dimensions < DIMENSIONS.length) older.add(m.id);
+      scopes.setPart(owner, project, part, m.id);
+    };
     for (const [owner, { parts, projects }] of Object.entries(m.owners)) {
-      for (const p of parts) scopes.setPart(owner, undefined, FrozenHour.decode(p), m.id);
+      for (const p of parts) set(owner, undefined, p);
       for (const [project, own] of Object.entries(projects)) {
-        for (const p of own.parts) scopes.setPart(owner, project, FrozenHour.decode(p), m.id);
+        for (const p of own.parts) set(owner, project, p);
       }
     }
   }
+  engine.backfill.setSegments(unknown.map((m) => m.id), [...older]);
   if (newest) {
     for (const [owner, state] of Object.entries(newest.windows)) scopes.setWindow(owner, undefined, state, windowsCutoff);
     for (const [owner, projects] of Object.entries(newest.projectWindows ?? {})) {

@@ -1,0 +1,79 @@
+// Fields normalise() derives at ingest from what a client sends (docs/api.md#event-fields): the
+// environment, the campaign (UTM) parameters of the page URL, and a custom event's name. Pure and
+// bounded: whatever a client sends, each is a short string or absent.
+
+/** Longest environment kept; a longer one is dropped rather than cut (two would merge). */
+export const MAX_ENVIRONMENT = 64;
+/** Longest UTM value kept; longer values are cut to it. */
+export const MAX_UTM = 100;
+/** Longest custom event name kept; longer names are cut to it. */
+export const MAX_EVENT_NAME = 100;
+
+/** The campaign parameters read from a page URL, each lower-cased and present only when non-empty. */
+export interface Utm { source?: string; medium?: string; campaign?: string; term?: string; content?: string }
+export const UTM_FIELDS = ['source', 'medium', 'campaign', 'term', 'content'] as const;
+
+// Control characters (and line or paragraph separators) make no environment name.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+/**
+ * An environment as stored: trimmed, its case kept (as Sentry keeps it: `Production` and
+ * `production` are two environments), at most MAX_ENVIRONMENT characters; null when absent,
+ * empty, too long or holding control characters.
+ */
+export function environmentOf(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const s = value.trim();
+  return s !== '' && s.length <= MAX_ENVIRONMENT && !CONTROL.test(s) ? s : null;
+}
+
+/**
+ * The UTM parameters of a page URL's query: `utm_source` → `source`, and so on, decoded (`+` is a
+ * space), trimmed, lower-cased and cut to MAX_UTM characters. The first of repeated parameters
+ * wins; empty values count as absent; null when none is left. The fragment is not read.
+ */
+export function utmOf(url: string | null): Utm | null {
+  // Most URLs have none: the search for the prefix spares them a parse.
+  if (url === null || !url.includes('utm_')) return null;
+  const q = url.indexOf('?');
+  if (q < 0) return null;
+  const hash = url.indexOf('#', q);
+  let params: URLSearchParams;
+  try {
+    params = new URLSearchParams(url.slice(q + 1, hash < 0 ? undefined : hash));
+  } catch {
+    return null;
+  }
+  let out: Utm | null = null;
+  for (const field of UTM_FIELDS) {
+    const value = params.get(`utm_${field}`)?.trim().toLowerCase().slice(0, MAX_UTM).trim();
+    if (value) (out ??= {})[field] = value;
+  }
+  return out;
+}
+
+/**
+ * The name of a `custom` event: its `name`, else `eventName`, else `data.name`, the first that is
+ * a non-blank string, trimmed and cut to MAX_EVENT_NAME characters; null when none is.
+ */
+export function customEventName(name: unknown, eventName: unknown, data: Record<string, unknown>): string | null {
+  for (const v of [name, eventName, data.name]) {
+    if (typeof v !== 'string') continue;
+    const s = v.trim().slice(0, MAX_EVENT_NAME);
+    if (s !== '') return s;
+  }
+  return null;
+}
+
+/**
+ * The `utm_*` parameters of a URL's query as they were written (`?utm_source=x&utm_medium=y`), or
+ * '' when it has none: what a URL keeps of its query when the rest is stripped, so that its
+ * campaign can still be read at ingest.
+ */
+export function campaignQuery(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0 || !url.includes('utm_', q)) return '';
+  const hash = url.indexOf('#', q);
+  const kept = url.slice(q + 1, hash < 0 ? undefined : hash).split('&').filter((p) => p.startsWith('utm_'));
+  return kept.length ? '?' + kept.join('&') : '';
+}

@@ -1,0 +1,77 @@
+// The fields normalise() derives at ingest: environment, UTM parameters, a custom event's name.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { campaignQuery, customEventName, environmentOf, MAX_ENVIRONMENT, utmOf } from '../lib/event-fields.ts';
+import { normalise } from '../lib/event.ts';
+import { pageUrl } from '../lib/sentry/fields.ts';
+import { sentryEventToRaw } from '../lib/sentry/map.ts';
+import { transactionToRaw } from '../lib/sentry/transaction.ts';
+
+const now = Date.parse('2026-05-16T12:00:00.000Z');
+const norm = (raw: Record<string, unknown>) => normalise({ type: 'pageload', ...raw } as never, { now, owner: 'u1' });
+
+test('environment: trimmed, case kept, bounded; anything else is none', () => {
+  assert.is(environmentOf(' Production '), 'Production');
+  assert.is(environmentOf('staging'), 'staging');
+  assert.is(environmentOf('e'.repeat(MAX_ENVIRONMENT)), 'e'.repeat(MAX_ENVIRONMENT));
+  assert.is(environmentOf('e'.repeat(MAX_ENVIRONMENT + 1)), null, 'too long: dropped, not cut');
+  for (const bad of ['', '   ', 'a\nb', 'tab\there', 42, null, undefined, { env: 'x' }, ['prod']]) assert.is(environmentOf(bad), null, String(bad));
+  assert.is(norm({ environment: ' prod ' }).environment, 'prod');
+  assert.not.ok('environment' in norm({}), 'absent when none');
+  assert.not.ok('environment' in norm({ environment: { nested: true } }), 'a client object is not kept as sent');
+});
+
+test('utm: read from the page URL, decoded, lower-cased, bounded; first of duplicates wins', () => {
+  assert.equal(utmOf('https://shop.example/?utm_source=Newsletter&utm_medium=E%2DMail&utm_campaign=Spring+Sale&utm_term=shoes&utm_content=hero'), {
+    source: 'newsletter', medium: 'e-mail', campaign: 'spring sale', term: 'shoes', content: 'hero',
+  });
+  assert.equal(utmOf('https://a.example/p?utm_source=first&utm_source=second'), { source: 'first' });
+  assert.equal(utmOf('https://a.example/p?utm_source=&utm_medium=cpc'), { medium: 'cpc' }, 'empty values are absent');
+  assert.equal(utmOf('https://a.example/p?utm_source=%20%20'), null, 'blank is absent, and none left: null');
+  assert.equal(utmOf('https://a.example/p?utm_source'), null);
+  assert.equal(utmOf('https://a.example/p?x=1#utm_source=frag'), null, 'the fragment is not the query');
+  assert.equal(utmOf('https://a.example/p?utm_source=%E0%A4%A'), { source: '\ufffd%a' }, 'a broken escape decodes as browsers decode it');
+  assert.equal(utmOf('https://a.example/p?UTM_SOURCE=x'), null, 'parameter names are exact');
+  assert.equal(utmOf('/p?utm_campaign=launch'), { campaign: 'launch' }, 'a path with a query');
+  assert.is(utmOf(`https://a.example/?utm_source=${'x'.repeat(500)}`)!.source!.length, 100);
+  assert.is(utmOf('https://a.example/no-query-utm_source'), null);
+  assert.is(utmOf(null), null);
+  const e = norm({ url: 'https://a.example/?utm_source=Google&utm_medium=cpc' });
+  assert.equal(e.utm, { source: 'google', medium: 'cpc' });
+  assert.is(e.url, 'https://a.example/?utm_source=Google&utm_medium=cpc', 'the URL stays as sent');
+  assert.equal(norm({ page_url: '/x?utm_source=a' }).utm, { source: 'a' }, 'page_url when there is no url');
+  assert.not.ok('utm' in norm({ url: 'https://a.example/' }));
+  assert.not.ok('utm' in norm({ url: 'https://a.example/', utm: { source: 'forged'.repeat(100) } }), "a client's own utm is dropped");
+});
+
+test('a URL stripped of its query keeps its utm parameters (Sentry pages)', () => {
+  assert.is(campaignQuery('https://a.example/p?token=secret&utm_source=x&b=2&utm_campaign=y#f'), '?utm_source=x&utm_campaign=y');
+  assert.is(campaignQuery('https://a.example/p?token=secret'), '');
+  assert.is(campaignQuery('https://a.example/p#utm_source=x'), '');
+  assert.is(pageUrl('https://a.example/p?token=secret&utm_source=x', true), 'https://a.example/p?utm_source=x');
+  assert.is(pageUrl('https://a.example/p?token=secret&utm_source=x'), 'https://a.example/p', 'other URLs (breadcrumbs) lose the whole query');
+  const raw = sentryEventToRaw({ environment: 'Staging', request: { url: 'https://a.example/p?email=a@b.c&utm_medium=social' }, message: 'boom' });
+  assert.is(raw.url, 'https://a.example/p?utm_medium=social');
+  const e = normalise(raw, { now, owner: 'u1' });
+  assert.is(e.environment, 'Staging', "Sentry's environment, its case kept");
+  assert.equal(e.utm, { medium: 'social' });
+  const [load] = transactionToRaw({
+    event_id: 'a'.repeat(32), transaction: '/p', environment: 'production', contexts: { trace: { op: 'pageload' } },
+    request: { url: 'https://a.example/p?session=s&utm_campaign=Launch' }, start_timestamp: 1, timestamp: 2,
+  });
+  assert.equal([load.environment, load.url], ['production', 'https://a.example/p?utm_campaign=Launch'], "a transaction's too");
+});
+
+test('custom event name: name, else eventName, else data.name; bounded', () => {
+  assert.is(customEventName('signup', 'other', { name: 'third' }), 'signup');
+  assert.is(customEventName(undefined, 'checkout', { name: 'third' }), 'checkout');
+  assert.is(customEventName(42, '  ', { name: ' plan chosen ' }), 'plan chosen');
+  assert.is(customEventName(null, undefined, {}), null);
+  assert.is(customEventName('n'.repeat(300), null, {})!.length, 100);
+  const custom = normalise({ type: 'custom', eventName: 'Signed up', data: { plan: 'pro' } }, { now, owner: 'u1' });
+  assert.is(custom.name, 'Signed up');
+  assert.is(normalise({ type: 'custom', data: { name: 'x' } }, { now, owner: 'u1' }).name, 'x');
+  assert.is(normalise({ type: 'click', name: 'kept as sent' }, { now, owner: 'u1' }).name, 'kept as sent', 'other types: name is any field');
+});
+
+test.run();
