@@ -41,6 +41,13 @@ if (reason !== null && !REQUIRE_POSTGRES) {
     const events: StoredEvent[] = Array.from({ length: 600 }, (_, i) => normalise(
       { type: i % 2 ? 'error' : 'click', ...(envs[i % envs.length] === undefined ? {} : { environment: envs[i % envs.length] }) } as RawEvent,
       { now: now - 3.5 * DAY + (i / 600) * 3.5 * DAY, owner: i % 7 === 0 ? 'other' : 'pg-env', newId: () => `pe-${++n}` }));
+    // Ingest drops an environment that is no string or holds control characters; an embedder
+    // inserting its own events is not held to that, so the store must still read such a field
+    // (and match only strings) without failing.
+    events.forEach((e, i) => {
+      if (envs[i % envs.length] === undefined) delete e.environment;
+      else e.environment = envs[i % envs.length];
+    });
     for (let i = 0; i < events.length; i += 50) await store.insert(events.slice(i, i + 50));
     const want = (env: string) => events.filter((e) => e.user_id === 'pg-env' && e.environment === env).reverse().map((e) => e.id);
     const listed = async (env: string) => {
