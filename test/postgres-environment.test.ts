@@ -46,7 +46,7 @@ if (reason !== null && !REQUIRE_POSTGRES) {
     // (and match only strings) without failing.
     events.forEach((e, i) => {
       if (envs[i % envs.length] === undefined) delete e.environment;
-      else e.environment = envs[i % envs.length];
+      else (e as Record<string, unknown>).environment = envs[i % envs.length];
     });
     for (let i = 0; i < events.length; i += 50) await store.insert(events.slice(i, i + 50));
     const want = (env: string) => events.filter((e) => e.user_id === 'pg-env' && e.environment === env).reverse().map((e) => e.id);
