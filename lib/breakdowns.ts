@@ -15,6 +15,9 @@ export const DIMENSIONS = [
 ] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 export const PAGES = 0;
+/** Counts every event: its names' sessions together are the range's sessions. */
+export const BROWSERS = DIMENSIONS.indexOf('browsers');
+export const CUSTOM_EVENTS = DIMENSIONS.indexOf('customEvents');
 /** The dimensions rollups kept before environments, campaigns, countries and custom events. */
 export const LEGACY_DIMENSIONS = 6;
 

@@ -3,10 +3,11 @@
 // (docs/architecture.md, invariant 9; the store contract suite checks that). Stores build the same
 // answer from rollups (lib/rollup/).
 import {
-  breakdownLists, DIMENSIONS, dimensionNames, topRows, vitalOf, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
+  breakdownLists, BROWSERS, CUSTOM_EVENTS, DIMENSIONS, dimensionNames, PAGES, topRows, vitalOf, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
   type BreakdownRow, type Breakdowns, type PageRow, type Vitals, type VitalSummary,
 } from './breakdowns.ts';
 import type { StoredEvent } from './event.ts';
+import { goalRows, stringUnionSize, type GoalDefinition, type GoalRow } from './goals/evaluate.ts';
 import { routeKey, UNKNOWN } from './event-keys.ts';
 
 export interface LatencyPoint { duration: number; ttfb: number | null; timestamp: string }
@@ -36,6 +37,8 @@ export interface Stats {
   breakdowns?: Breakdowns;
   /** With a range only: web vitals over the range, and per page. */
   vitals?: Vitals;
+  /** With a range and the project's goals (StatsRange.goals), while custom events are counted. */
+  goals?: GoalRow[];
 }
 
 export const ACTIVE_WINDOW_MS = 5 * 60 * 1000;
@@ -50,7 +53,13 @@ export const DAY_MS = 86_400_000;
  * Statistics over a window of receive time, ms since the epoch: `from` inclusive, `to` exclusive
  * (default: now), series in buckets of `interval` (default: hour up to 48 h, else day).
  */
-export interface StatsRange { from?: number; to?: number; interval?: 'hour' | 'day' }
+export interface StatsRange {
+  from?: number;
+  to?: number;
+  interval?: 'hour' | 'day';
+  /** A project's goals, counted over the range (docs/api.md#goals); ignored without `from`. */
+  goals?: readonly GoalDefinition[];
+}
 
 /** A checked range with its series buckets: UTC-aligned starts, the first and last may be partial. */
 export interface ResolvedRange {
@@ -307,6 +316,10 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
     return { ...row, p75: route && durations ? percentile(durations, 75) : null };
   });
   stats.breakdowns = breakdownLists(rows, pages, DIMENSIONS.length);
+  if (range?.goals?.length) {
+    const all = stringUnionSize([...dims[BROWSERS].values()].map((row) => row.sessions));
+    stats.goals = goalRows(range.goals, dims[PAGES], dims[CUSTOM_EVENTS], stringUnionSize, all);
+  }
   const summary = (m: number, values: number[] | undefined): VitalSummary | undefined => {
     if (!values?.length) return undefined;
     values.sort((a, b) => a - b);

@@ -28,11 +28,12 @@ export interface Goal {
 
 export interface Goals {
   create(actor: ProjectAccess, body: unknown): Promise<Goal>;
-  /** Oldest first. */
+  /** Oldest first; goals made in the same millisecond by name. */
   list(projectId: string): Promise<Goal[]>;
   remove(actor: ProjectAccess, id: string): Promise<Goal>;
 }
 
+const byAge = (a: Goal, b: Goal) => a.createdAt.localeCompare(b.createdAt) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) || a.id.localeCompare(b.id);
 const invalid = (message: string) => new HttpError(400, 'invalid_body', message);
 
 /** The goal a POST body describes, or a 400 that says what is wrong. */
@@ -50,7 +51,7 @@ export function parseGoal(body: unknown): Pick<Goal, 'name' | 'page' | 'event'> 
 
 export function createGoals(records: RecordStore, teams: Teams, clock: () => number): Goals {
   const list = async (projectId: string) =>
-    (await records.list<Goal>(GOAL_KIND, scopeOf(projectId))).map((r) => r.body).sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    (await records.list<Goal>(GOAL_KIND, scopeOf(projectId))).map((r) => r.body).sort(byAge);
   return {
     list,
     async create(actor, body) {

@@ -4,7 +4,7 @@
 // answers null, from raw events), and calls assembleStats. The result equals computeStats over the
 // same events; the property tests check that.
 import {
-  breakdownLists, DIMENSIONS, topRows, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
+  breakdownLists, BROWSERS, CUSTOM_EVENTS, DIMENSIONS, PAGES, topRows, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
   type BreakdownRow, type PageRow, type VitalSummary,
 } from '../breakdowns.ts';
 import type { RangeCounts, Recents } from '../live-window.ts';
@@ -16,6 +16,7 @@ import { RouteDurations } from './durations.ts';
 import { SessionIds } from './session-ids.ts';
 import type { PartColumns, RollupPart } from './hour.ts';
 import type { RollupSource } from './user.ts';
+import { goalRows, type GoalDefinition } from '../goals/evaluate.ts';
 
 export interface StatsPlan {
   now: number;
@@ -25,6 +26,8 @@ export interface StatsPlan {
   fullHours: [number, number];
   /** Receive-time spans [start, end) whose raw events the store rolls up into `edges`. */
   rawSpans: [number, number][];
+  /** The goals the answer counts (StatsRange.goals), with a range only. */
+  goals: readonly GoalDefinition[];
 }
 
 /**
@@ -35,14 +38,15 @@ export interface StatsPlan {
  */
 export function planStats(now: number, range?: StatsRange, newest = Infinity): StatsPlan {
   const r = resolveRange(range, now);
-  if (r === null) return { now, range: null, fullHours: [-Infinity, Infinity], rawSpans: [] };
+  if (r === null) return { now, range: null, fullHours: [-Infinity, Infinity], rawSpans: [], goals: [] };
+  const goals = range?.goals ?? [];
   const first = Math.ceil(r.from / HOUR_MS);
   const end = r.to > newest ? Math.ceil(r.to / HOUR_MS) : Math.floor(r.to / HOUR_MS);
-  if (first >= end) return { now, range: r, fullHours: [first, first], rawSpans: [[r.from, r.to]] };
+  if (first >= end) return { now, range: r, fullHours: [first, first], rawSpans: [[r.from, r.to]], goals };
   const rawSpans: [number, number][] = [];
   if (r.from < first * HOUR_MS) rawSpans.push([r.from, first * HOUR_MS]);
   if (end * HOUR_MS < r.to) rawSpans.push([end * HOUR_MS, r.to]);
-  return { now, range: r, fullHours: [first, end], rawSpans };
+  return { now, range: r, fullHours: [first, end], rawSpans, goals };
 }
 
 /**
@@ -89,6 +93,20 @@ export interface StatsInput {
 export class IdSet {
   private bits = new Uint32Array(4);
   size = 0;
+
+  /** How many distinct ids the sets hold together. */
+  static unionSize(sets: readonly IdSet[]): number {
+    if (sets.length === 1) return sets[0].size;
+    const words = Math.max(0, ...sets.map((s) => s.bits.length));
+    let n = 0;
+    for (let w = 0; w < words; w++) {
+      let word = 0;
+      for (const s of sets) word |= s.bits[w] ?? 0;
+      n += popcount(word);
+    }
+    return n;
+  }
+
   add(id: number): void {
     const word = id >>> 5;
     if (word >= this.bits.length) {
@@ -107,6 +125,12 @@ export class IdSet {
 interface RouteTotals { count: number; sumMicros: number; durations: RouteDurations }
 /** One vital (of a page, or of all): its value counts, how many, and how many rate good / NI / poor. */
 interface VitalTotals { count: number; ratings: number[]; values: RouteDurations }
+function popcount(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+}
+
 const vitalTotals = (): VitalTotals => ({ count: 0, ratings: [0, 0, 0], values: new RouteDurations() });
 
 export function assembleStats({ plan, rollups, edges, recents, breakdowns = true, dimensions = DIMENSIONS.length }: StatsInput): Stats {
@@ -240,6 +264,10 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
     topRows([...dims[d]].map(([name, row]) => ({ name, events: row.events, sessions: row.sessions.size })));
   const pages: PageRow[] = rows(0).map((row) => ({ ...row, p75: routeP75.get(row.name) ?? null }));
   stats.breakdowns = breakdownLists(rows, pages, known);
+  // Event goals need the custom events' names: over rollups kept before them, no goals at all.
+  if (plan.goals.length && known > CUSTOM_EVENTS) {
+    stats.goals = goalRows(plan.goals, dims[PAGES], dims[CUSTOM_EVENTS], IdSet.unionSize, IdSet.unionSize([...dims[BROWSERS].values()].map((row) => row.sessions)));
+  }
   const summary = (m: number, t: VitalTotals | undefined): VitalSummary | undefined =>
     t && t.count ? vitalSummary(m, t.count, t.values.nearestRanks(t.count, [75])[0], t.ratings) : undefined;
   stats.vitals = vitalsOf(vitals, vitalPages, summary);

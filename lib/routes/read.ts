@@ -4,6 +4,7 @@ import { KNOWN_EVENT_TYPES } from '../event.ts';
 import { HttpError, json, type JsonReply } from '../http.ts';
 import { parseStatsQuery, parseUserSync } from '../schema.ts';
 import { readScope, requireUser, type Context } from '../context.ts';
+import type { StatsRange } from '../stats.ts';
 
 export async function stats(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
@@ -12,7 +13,14 @@ export async function stats(request: Request, ctx: Context): Promise<JsonReply> 
   // Without from/to/interval, undefined: the answer over every event, as it always was.
   const range = parseStatsQuery(params, now);
   const { owner, projectId } = await readScope(ctx, userId, params);
-  return json(await ctx.store.stats(owner, now, range, projectId));
+  return json(await ctx.store.stats(owner, now, await withGoals(ctx, range, projectId), projectId));
+}
+
+/** A project's range counts its goals too (docs/api.md#goals); without a range or a project, none. */
+export async function withGoals(ctx: Context, range: StatsRange | undefined, projectId: string | undefined): Promise<StatsRange | undefined> {
+  if (range?.from === undefined || projectId === undefined) return range;
+  const goals = await ctx.goals.list(projectId);
+  return goals.length ? { ...range, goals } : range;
 }
 
 export async function health(_request: Request, ctx: Context): Promise<JsonReply> {

@@ -7,6 +7,7 @@ import type { Stats } from '../stats.ts';
 import { shareNotFound } from '../teams/shares.ts';
 import { TOKEN_PATTERN } from '../teams/tokens.ts';
 import { requireUser, type Context, type RouteRequest } from '../context.ts';
+import { withGoals } from './read.ts';
 
 /** The read-only dashboard page of a link. */
 export const shareUrl = (request: Request, ctx: Context, token: string) => `${new URL(request.url).origin}${ctx.basePath}/share/${token}`;
@@ -50,6 +51,6 @@ export async function sharedStatsRoute(request: RouteRequest, ctx: Context): Pro
   const { project, owner } = await ctx.shares.open(token);
   const now = ctx.now();
   const range = parseStatsQuery(new URL(request.url).searchParams, now);
-  const stats = await ctx.store.stats(owner, now, range, project.id);
+  const stats = await ctx.store.stats(owner, now, await withGoals(ctx, range, project.id), project.id);
   return json({ project: { id: project.id, name: project.name }, stats: sharedStats(stats) });
 }
