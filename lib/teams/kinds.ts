@@ -9,8 +9,10 @@ export const MEMBERSHIP_KIND = 'membership';
 export const INVITATION_KIND = 'invitation';
 export const SHARE_KIND = 'share';
 export const AUDIT_KIND = 'audit';
+/** Saved funnels (lib/funnels/saved.ts). */
+export const FUNNEL_KIND = 'funnel';
 /** Kinds under the project's scope besides its members. */
-export const SCOPED_KINDS = [INVITATION_KIND, SHARE_KIND, AUDIT_KIND] as const;
+export const SCOPED_KINDS = [INVITATION_KIND, SHARE_KIND, AUDIT_KIND, FUNNEL_KIND] as const;
 
 export const scopeOf = (projectId: string) => `project:${projectId}`;
 
