@@ -44,7 +44,7 @@ export const SHOP_STEPS: FunnelStep[] = [{ page: '/' }, { page: '/product/*' }, 
  */
 export function shopEvents(): StoredEvent[] {
   const x = [
-    page('A', 0, '/'), page('A', 1, '/product/shoe'), custom('A', 2, { name: 'add_to_cart' }), page('A', 3, '/checkout/pay/card'),
+    page('A', 0, '/', { data: { duration: 80 } }), page('A', 1, '/product/shoe', { data: { duration: 90 } }), custom('A', 2, { name: 'add_to_cart' }), page('A', 3, '/checkout/pay/card'),
     page('B', 0, '/'), page('B', 1, '/product/x'), page('B', 2, '/checkout/x'),
     page('C', 0, '/'), page('C', 40, '/'), page('C', 65, '/product/a'), custom('C', 70, { name: 'add_to_cart' }),
     page('D', 0, '/'), page('D', 31, '/product/a'),
@@ -52,7 +52,7 @@ export function shopEvents(): StoredEvent[] {
     page('F', 0, '/product/a'), custom('F', 1, { name: 'add_to_cart' }), page('F', 2, '/'),
     page('G', 0, '/'), page('H', 0, '/'), page('H', 1, '/product/b'), page('G', 2, '/product/c'),
     custom('G', 3, { data: { name: 'add_to_cart' } }), custom('H', 4, { eventName: 'add_to_cart', name: '' }), page('H', 5, '/checkout/done'),
-    page('L', 0, '', { route: undefined, url: 'https://shop.example/' }), page('L', 1, '', { route: undefined, url: 'https://shop.example/product/hat?ref=x' }),
+    page('L', 0, '', { route: undefined, url: 'https://shop.example/' }), page('L', 1, '', { route: undefined, url: 'https://shop.example/product/hat?ref=x', data: { duration: 70 } }),
     custom('L', 2, { name: 'add_to_cart' }), page('L', 3, '', { route: undefined, url: 'https://shop.example/checkout/a/../pay' }),
     page('N', 0, '/'), page('N', 1, '/product/a/b'), custom('N', 2, { name: 'add_to_cart' }),
     page('P', 0, '/'), custom('P', 1, { name: 'add_to_cart' }), page('P', 1, '/product/z'),
@@ -84,6 +84,10 @@ export function random(seed: number) {
 
 const PATHS = ['/', '/a', '/a/b', '/product/1', '/product/2/x', '/checkout', '/checkout/pay', '/blog/x-y'];
 const NAMES = ['signup', 'add_to_cart', 'buy'];
+// URLs whose path the WHATWG parser rewrites or rejects, or that a regular expression could misread.
+const ODD_URLS = ['https://shop.example/a/../product/1', 'product/1', '//other.example/a/b', 'HTTPS://Shop.Example/checkout',
+  'https://shop.example/a b/x', 'https://shop.example:99999/a', 'https://xn--nxasmq6b.example/a', '?q=1', 'https://shop.example/%2e%2e/a',
+  'https://shop.example', 'https://[::1]/a/b', 'https://1.2.3.999/a', ' /a', '/a\\b', 'mailto:x@y'];
 const PATTERNS = ['/', '/a', '/a/*', '/a/**', '/product/*', '/product/**', '/checkout*', '/*', '/**', '/*/x', '*'];
 
 /** Random events of one project: few sessions and steps, so chains, repeats and windows all occur. */
@@ -97,7 +101,12 @@ export function randomEvents(seed: number, project: string): StoredEvent[] {
     const kind = r.int(10);
     const path = r.pick(PATHS);
     const raw: Partial<RawEvent> = kind < 5
-      ? { type: 'pageload', sessionId: session, ...(r.next() < 0.5 ? { route: path } : { url: `https://shop.example${path}${r.next() < 0.3 ? '?q=1' : ''}` }) }
+      ? {
+        type: 'pageload', sessionId: session,
+        ...(r.next() < 0.4 ? { route: path } : { url: r.next() < 0.2 ? r.pick(ODD_URLS) : `https://shop.example${path}${r.next() < 0.3 ? '?q=1' : ''}` }),
+        // With a duration, PostgreSQL keeps the route key in a column; without, it is read from the event.
+        ...(r.next() < 0.5 ? { data: { duration: 120 } } : {}),
+      }
       : kind < 9
         ? { type: 'custom', sessionId: session, ...(r.next() < 0.7 ? { name: r.pick(NAMES) } : { data: { name: r.pick(NAMES) } }) }
         : { type: 'click', sessionId: session, route: path };

@@ -18,7 +18,8 @@ import { col, pgArray, type Guard } from '../sql.ts';
 // Where the URL's path is what it reads: optional http(s) origin with a host name whose last label
 // starts with a letter (no IP address, no punycode to decode) and a short port, then the path.
 const SAFE_URL = String.raw`^(https?://([A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*(:[0-9]{1,4})?)?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?([?#].*)?$`;
-const SAFE = `(u ~ '${SAFE_URL.replaceAll("'", "''")}' and u !~ '^//' and u !~* 'xn--' and u !~* '/(\\.|%2e)')`;
+const SAFE = `(u ~ '${SAFE_URL.replaceAll("'", "''")}' and left(u, 2) <> '//' and strpos(lower(u), 'xn--') = 0
+  and strpos(u, '/.') = 0 and strpos(lower(u), '/%2e') = 0)`;
 const PATH = `coalesce(nullif(substring(u from '^(?:https?://[^/?#]*)?([^?#]*)'), ''), '/')`;
 
 // JSON.stringify writes NUL and unpaired surrogates as \u escapes, which jsonb refuses: read as U+FFFD
@@ -28,14 +29,18 @@ const JSONB = String.raw`(case when strpos(event, '\u') > 0 then regexp_replace(
 const NAME = ['name', 'eventName'].map((f) => `when jsonb_typeof(j->'${f}') = 'string' and j->>'${f}' <> '' then j->>'${f}'`).join(' ') +
   ` when jsonb_typeof(j->'data'->'name') = 'string' and j->'data'->>'name' <> '' then j->'data'->>'name'`;
 
-/** The project's events of the range that a step can match ($1 owner, $2 project, $3/$4 range, $5/$6 days, $7 types). */
+/**
+ * The project's events of the range that a step can match ($1 owner, $2 project, $3/$4 range, $5/$6
+ * days, $7 types), with the route key stored beside pageloads that have a duration (routeKey's).
+ */
 const SOURCE = `
-  select seq, received_at, session_id, type, event from watchtower_events
+  select seq, received_at, session_id, type, route_key, event from watchtower_events
   where user_id = $1 and project_id = $2 and received_at >= $3::timestamptz and received_at < $4::timestamptz
     and type = any($7::text[]) and session_id is not null
   union all
-  select x.seq, x.received_at, x.session_id, x.type, x.event from watchtower_event_blocks b
-    cross join lateral unnest(b.seqs, b.received, b.types, b.sessions, b.projects, b.texts) as x(seq, received_at, type, session_id, project_id, event)
+  select x.seq, x.received_at, x.session_id, x.type, x.route_key, x.event from watchtower_event_blocks b
+    cross join lateral unnest(b.seqs, b.received, b.types, b.sessions, b.projects, b.routes, b.texts)
+      as x(seq, received_at, type, session_id, project_id, route_key, event)
   where b.user_id = $1 and b.day >= $5 and b.day <= $6 and x.project_id = $2 and x.received_at >= $3::timestamptz
     and x.received_at < $4::timestamptz and x.type = any($7::text[]) and x.session_id is not null`;
 
@@ -49,6 +54,10 @@ function funnelSql(q: FunnelQuery, first: number): { text: string; params: strin
     ? `(type = 'pageload' and key ~ ${param(patternRegex(s.page, '.*'))})`
     : `(type = 'custom' and name = ${param(s.event)})`));
   const n = matches.length;
+  // A custom event can have a step's name only if its text holds the name as JSON writes it: the
+  // others are not parsed.
+  const names = q.steps.flatMap((s) => ('event' in s ? [`strpos(event, ${param(JSON.stringify(s.event))}) > 0`] : []));
+  const parse = `(type = 'pageload' and route_key is null) or (type = 'custom' and (${names.join(' or ') || 'false'}))`;
   const win = `${param(String(q.windowMs))}::float8 * interval '1 millisecond'`;
   const w = 'window w as (partition by s order by seq rows between unbounded preceding and 1 preceding)';
   let layers = `l1 as (select *, max(case when ok1 then t end) over w as p1 from (select *, m1 as ok1 from l0) x ${w})`;
@@ -59,16 +68,16 @@ function funnelSql(q: FunnelQuery, first: number): { text: string; params: strin
   const depth = `case ${Array.from({ length: n }, (_, i) => `when ok${n - i} then ${n - i}`).join(' ')} else 0 end`;
   const text = `
     with src as (${SOURCE}),
-    j as (select session_id as s, seq, received_at as t, type, ${JSONB} as j from src),
-    u as (select s, seq, t, type, j, case when type = 'pageload' then ${URL_OF} end as u from j),
-    k as (select s, seq, t, type,
-      case when type = 'pageload' then
-        case when coalesce(j->>'route', '') <> '' then j->>'route'
+    u as (select session_id as s, seq, received_at as t, type, route_key, j, j->>'route' as r, ${URL_OF} as u from src
+      cross join lateral (select case when ${parse} then ${JSONB} end as j offset 0) jj),
+    k as materialized (select s, seq, t, type,
+      case when type = 'pageload' then coalesce(route_key,
+        case when coalesce(r, '') <> '' then r
              when coalesce(u, '') = '' then 'unknown'
              when ${SAFE} then ${PATH}
-             else (select m.key from unnest($8::text[], $9::text[]) as m(raw, key) where m.raw = u limit 1) end
+             else (select m.key from unnest($8::text[], $9::text[]) as m(raw, key) where m.raw = u limit 1) end)
       end as key,
-      case when type = 'custom' then case ${NAME} end end as name from u),
+      case when type = 'custom' and j is not null then case ${NAME} end end as name from u),
     l0 as (select s, seq, t, ${matches.map((m, i) => `coalesce(${m}, false) as m${i + 1}`).join(', ')} from k
       where ${matches.join(' or ')}),
     ${layers},
@@ -84,7 +93,7 @@ export function funnelReader(sql: postgres.Sql, guard: Guard) {
       String(Math.floor(q.from / DAY_MS)), String(Math.floor((q.to - 1) / DAY_MS)), pgArray(stepTypes(q.steps))];
     // The distinct URLs SQL cannot take the path of, parsed as routeKey parses them.
     const raws = q.steps.some((s) => 'page' in s) ? await guard('funnel', () => sql.unsafe<{ u: string }[]>(`
-      select distinct u from (select ${URL_OF} as u, j from (select ${JSONB} as j from (${SOURCE}) src where type = 'pageload') j) x
+      select distinct u from (select ${URL_OF} as u, j from (select ${JSONB} as j from (${SOURCE}) src where type = 'pageload' and route_key is null) j) x
       where coalesce(j->>'route', '') = '' and u is not null and u <> '' and not ${SAFE}`, base)) : [];
     const keys = raws.map((r) => routeKey({ route: null, url: r.u, page_url: null }));
     const { text, params } = funnelSql(q, 10);

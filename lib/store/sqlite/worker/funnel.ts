@@ -11,24 +11,45 @@ import { rowFilter } from '../row-filter.ts';
 import { eventOfTail } from '../row.ts';
 import type { Reads } from './reads.ts';
 
-// A value of the metadata only when it is a JSON string (json_extract answers objects as JSON text).
-const text = (path: string) => `CASE WHEN json_type(metadata, '${path}') = 'text' THEN json_extract(metadata, '${path}') END`;
-// The metadata holds route and url (no column does), and page_url only when it differs from its column.
-const COLUMNS = `seq, received_at, session_id, type, json_extract(metadata, '$.route'), json_extract(metadata, '$.url'),
-  coalesce(json_extract(metadata, '$.page_url'), page_url), ${text('$.name')}, ${text('$.eventName')}, ${text('$.data.name')}`;
+// One json_extract with several paths parses the metadata once and answers a JSON array of the
+// values (null where a path is missing). The metadata holds route and url (no column does), and
+// page_url only when it differs from its column.
+const COLUMNS = `seq, received_at, session_id, type, page_url,
+  json_extract(metadata, '$.route', '$.url', '$.page_url', '$.name', '$.eventName', '$.data.name')`;
 
-type Row = [seq: number, received: string, session: string | null, type: string, route: string | null, url: string | null,
-  pageUrl: string | null, name: string | null, eventName: string | null, dataName: string | null];
+type Row = [seq: number, received: string, session: string | null, type: string, pageUrl: string | null, fields: string];
 
-function fieldsOf(r: Row): FunnelEventFields {
-  const type = r[3];
-  if (type === 'pageload') return { type, page: routeKey({ route: r[4], url: r[5], page_url: r[6] }), name: null };
-  return { type, page: null, name: customEventName({ name: r[7], eventName: r[8], data: { name: r[9] } }) };
+function fieldsOf(type: string, pageUrl: string | null, fields: string): FunnelEventFields {
+  const [route, url, ownPageUrl, name, eventName, dataName] = JSON.parse(fields) as unknown[];
+  if (type === 'pageload') {
+    return { type, page: routeKey({ route: route as string | null, url: url as string | null, page_url: (ownPageUrl ?? pageUrl) as string | null }), name: null };
+  }
+  return { type, page: null, name: customEventName({ name, eventName, data: { name: dataName } }) };
+}
+
+// Most rows repeat a few routes, URLs and names: a row's step mask is remembered by the fields it
+// comes from (parsing URLs and testing patterns again for each row cost most of a read), up to a
+// bound so that a range of unique URLs cannot grow the worker's memory.
+const REMEMBERED = 50_000;
+
+function maskCache(match: (f: FunnelEventFields) => number): (r: Row) => number {
+  const known = new Map<string, number>();
+  return (r) => {
+    // The JSON array holds no NUL, nor the type (pageload or custom): the key is unambiguous.
+    const key = `${r[3]}\u0000${r[4] === null ? '' : '=' + r[4]}\u0000${r[5]}`;
+    let mask = known.get(key);
+    if (mask === undefined) {
+      mask = match(fieldsOf(r[3], r[4], r[5]));
+      if (known.size < REMEMBERED) known.set(key, mask);
+    }
+    return mask;
+  };
 }
 
 export async function readFunnel(reads: Reads, q: FunnelQuery): Promise<FunnelCounts> {
   const counter = new FunnelCounter(q.steps.length, q.windowMs);
   const match = stepMatcher(q.steps);
+  const maskOf = maskCache(match);
   const types = stepTypes(q.steps);
   const filter = rowFilter({ userId: q.userId, projectId: q.projectId, since: q.from, until: q.to });
   const sql = `SELECT ${COLUMNS} FROM events INDEXED BY events_user_received WHERE ${filter.where}
@@ -41,7 +62,7 @@ export async function readFunnel(reads: Reads, q: FunnelQuery): Promise<FunnelCo
     try {
       while (s.step()) {
         const r = s.get() as Row;
-        counter.add(r[2]!, Date.parse(r[1]), match(fieldsOf(r)));
+        counter.add(r[2]!, Date.parse(r[1]), maskOf(r));
       }
     } finally {
       s.reset();
