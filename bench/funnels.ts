@@ -28,7 +28,7 @@ const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)];
 
 /** Sessions of ~20 events over the last 30 days, oldest first; about half go past the home page. */
 function* batches(size: number): Generator<StoredEvent[]> {
-  const now = Date.now();
+  const now = START;
   const sessions = Math.ceil(TOTAL / 20);
   let made = 0, batch: StoredEvent[] = [];
   for (let s = 0; s < sessions && made < TOTAL; s++) {
@@ -53,10 +53,14 @@ function* batches(size: number): Generator<StoredEvent[]> {
   if (batch.length) yield batch;
 }
 
-const query = (): FunnelQuery => ({
-  userId: USER, projectId: PROJECT, from: Date.now() - 30 * DAY, to: Date.now() + 60_000, windowMs: 30 * MIN,
+// One query for every store and the reference: the last sessions run up to an hour past the
+// generation's now, and a bound taken again at each call would cut them differently.
+const START = Date.now();
+const QUERY: FunnelQuery = {
+  userId: USER, projectId: PROJECT, from: START - 30 * DAY, to: START + DAY, windowMs: 30 * MIN,
   steps: [{ page: '/' }, { page: '/product/*' }, { event: 'add_to_cart' }, { page: '/checkout/**' }],
-});
+};
+const query = () => QUERY;
 
 async function time(store: Store): Promise<{ ms: number[]; counts: number[] }> {
   const ms: number[] = [];
