@@ -25,6 +25,7 @@ import { createMemoryRecords } from './records/memory.ts';
 import { createMonitor, type Monitor, type MonitorOptions } from './monitor.ts';
 import { createAlert, deleteAlert, listAlerts, testAlert, updateAlert } from './routes/alerts.ts';
 import { getIssue, listIssues, patchIssue } from './routes/issues.ts';
+import { createFunnel, deleteFunnel, listFunnels, queryFunnel } from './routes/funnels.ts';
 import { deleteSourceMap, listSourceMaps, uploadSourceMap } from './routes/sourcemaps.ts';
 import type { RecordStore } from './records/types.ts';
 import { createTeams } from './teams/teams.ts';
@@ -194,6 +195,10 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
     .delete('/api/projects/:id/goals/:goalId', deleteGoal)
     .get('/api/shared/:token/stats', sharedStatsRoute)
     .get('/api/projects/:id/audit', projectAudit)
+    .post('/api/funnels/query', queryFunnel)
+    .get('/api/projects/:id/funnels', listFunnels)
+    .post('/api/projects/:id/funnels', createFunnel)
+    .delete('/api/projects/:id/funnels/:funnelId', deleteFunnel)
     // Sentry SDKs post to /api/<project id>/envelope/ (docs/sentry.md); the id must be digits.
     .post('/api/:projectId/envelope', sentryEnvelope)
     .post('/api/:projectId/store', sentryStore);

@@ -154,7 +154,7 @@ function register() {
     await member.locator('[data-kpi=totalEvents]', { hasText: '3' }).waitFor();
     const option = await member.locator(`select[name=project] option[value="${projectId}"]`).textContent();
     assert.is(option, 'Team shop (shared, member)');
-    assert.equal((await member.locator('#topbar nav a').allTextContents()), ['Dashboard', 'Issues', 'Alerts', 'Projects']);
+    assert.equal((await member.locator('#topbar nav a').allTextContents()), ['Dashboard', 'Issues', 'Funnels', 'Alerts', 'Projects']);
 
     // The member triages the shared project's issue; its page shows who changed the status.
     await member.goto(`${server.url}/issues/?project=${projectId}`);

@@ -3,7 +3,7 @@
 // goal from the custom events of that name. Their sessions are a union of those names' session
 // sets, which the reference (computeStats) keeps as sets of ids and the rollups as bitsets: both
 // pass their own union, so goals are exact over any range without reading an event again.
-import { pageMatcher } from './pattern.ts';
+import { patternMatcher } from '../funnels/steps.ts';
 
 export interface GoalDefinition {
   id: string;
@@ -44,8 +44,8 @@ export function goalRows<S>(
       sets.push(row.sessions);
     };
     if (goal.page !== null) {
-      const matches = pageMatcher(goal.page);
-      for (const [route, row] of pages) if (matches(route)) take(row);
+      const matches = patternMatcher(goal.page);
+      for (const [route, row] of pages) if (matches.test(route)) take(row);
     } else if (goal.event !== null) {
       take(customEvents.get(goal.event));
     }

@@ -8,7 +8,8 @@ import type { RecordStore } from '../records/types.ts';
 import { GOAL_KIND, scopeOf } from '../teams/kinds.ts';
 import type { ProjectAccess, Teams } from '../teams/teams.ts';
 import { newPublicId } from '../teams/tokens.ts';
-import { isPagePattern, MAX_PATTERN_LENGTH } from './pattern.ts';
+import { isSafeStepText } from '../funnels/query.ts';
+import { MAX_STEP_LENGTH } from '../funnels/steps.ts';
 
 export const MAX_GOALS_PER_PROJECT = 20;
 export const MAX_GOAL_NAME = 100;
@@ -44,8 +45,13 @@ export function parseGoal(body: unknown): Pick<Goal, 'name' | 'page' | 'event'> 
   if (typeof name !== 'string' || name.trim() === '' || name.length > MAX_GOAL_NAME) throw invalid(`"name" must be a string of 1-${MAX_GOAL_NAME} characters`);
   const hasPage = page !== undefined && page !== null, hasEvent = event !== undefined && event !== null;
   if (hasPage === hasEvent) throw invalid('A goal has exactly one of "page" (a route pattern) and "event" (a custom event name)');
-  if (hasPage && !isPagePattern(page)) throw invalid(`"page" must be a route pattern starting with "/", at most ${MAX_PATTERN_LENGTH} characters (* within a segment, ** across)`);
-  if (hasEvent && (typeof event !== 'string' || event === '' || event.length > MAX_EVENT_NAME)) throw invalid(`"event" must be a custom event name of 1-${MAX_EVENT_NAME} characters`);
+  // Patterns and names as funnel steps take them (lib/funnels/query.ts), so one can become the other.
+  if (hasPage && (typeof page !== 'string' || page === '' || page.length > MAX_STEP_LENGTH || !isSafeStepText(page))) {
+    throw invalid(`"page" must be a route pattern of 1-${MAX_STEP_LENGTH} characters (* within a segment, ** across), without control characters or backslashes`);
+  }
+  if (hasEvent && (typeof event !== 'string' || event === '' || event.length > MAX_EVENT_NAME || !isSafeStepText(event))) {
+    throw invalid(`"event" must be a custom event name of 1-${MAX_EVENT_NAME} characters, without control characters or backslashes`);
+  }
   return { name: name.trim(), page: hasPage ? (page as string) : null, event: hasEvent ? (event as string) : null };
 }
 

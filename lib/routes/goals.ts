@@ -11,13 +11,13 @@ export async function listGoals(request: RouteRequest, ctx: Context): Promise<Js
 
 export async function createGoal(request: RouteRequest, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
-  const access = await ctx.teams.access(userId, request.params.id, 'alerts');
+  const access = await ctx.teams.access(userId, request.params.id, 'analyse');
   const bytes = await readBody(request, 4 * 1024);
   return json({ goal: await ctx.goals.create(access, parseJson(bytes)) }, 201);
 }
 
 export async function deleteGoal(request: RouteRequest, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
-  const access = await ctx.teams.access(userId, request.params.id, 'alerts');
+  const access = await ctx.teams.access(userId, request.params.id, 'analyse');
   return json({ goal: await ctx.goals.remove(access, request.params.goalId), deleted: true });
 }

@@ -2,6 +2,7 @@
 // Statistics come from per-user rollups and a live window kept on insert and eviction, assembled
 // like every store's (lib/rollup/assemble.ts); only a range's partial edge hours are read raw.
 import type { StoredEvent } from '../event.ts';
+import { countFunnel } from '../funnels/count.ts';
 import { withinDepth } from '../shape.ts';
 import { NO_RECENTS, recentsOf } from '../live-window.ts';
 import { assembleStats, planStats } from '../rollup/assemble.ts';
@@ -119,6 +120,9 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
       const edges = plan.rawSpans.length ? edgeRollups(held(), plan.rawSpans) : [];
       const recents = u.window.recents(now, plan.range) ?? recentsOf(held(), now, plan.range);
       return assembleStats({ plan, rollups: u.rollups, edges, recents });
+    },
+    async funnel(q) {
+      return countFunnel(buffer.slice(head), q);
     },
     async upsertUser(u: UserSync, now) {
       const user = appUser(u, now);

@@ -1,6 +1,7 @@
 // The storage contract. Memory, sqlite and PostgreSQL implement it; test/store-contract runs the
 // same assertions against each.
 import type { StoredEvent } from '../event.ts';
+import type { FunnelCounts, FunnelQuery } from '../funnels/count.ts';
 import type { Stats, StatsRange } from '../stats.ts';
 
 /**
@@ -153,6 +154,12 @@ export interface Store {
    * only the user's events of that project count (as computeStats over those events).
    */
   stats(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats>;
+  /**
+   * Sessions that reached each step of a funnel (docs/api.md#funnels) over the owner's events of
+   * the project received in [from, to): must equal referenceFunnel (lib/funnels/reference.ts) over
+   * those events in insertion order.
+   */
+  funnel(query: FunnelQuery): Promise<FunnelCounts>;
   /**
    * Issue processing's feed (lib/issues/feed.ts): error events of identified owners after a
    * position, in insertion order, so grouping can checkpoint its progress against the store and

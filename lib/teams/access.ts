@@ -7,13 +7,14 @@ export type Role = 'owner' | 'admin' | 'member' | 'viewer';
 export const ROLES: readonly Role[] = ['viewer', 'member', 'admin', 'owner'];
 
 /**
- * What a request does to a project: read it (events, stats, streams, issues, members, goals), triage
- * its issues, keep alert rules and goals on it, manage it (members, invitations, share links, keys,
- * source maps, settings, the audit trail), or own it (delete, transfer).
+ * What a request does to a project: read it (events, stats, streams, issues, members, goals,
+ * funnels), triage its issues, keep alert rules on it, keep its goals and saved funnels, manage it
+ * (members, invitations, share links, keys, source maps, settings, the audit trail), or own it
+ * (delete, transfer).
  */
-export type Action = 'read' | 'triage' | 'alerts' | 'manage' | 'own';
+export type Action = 'read' | 'triage' | 'alerts' | 'analyse' | 'manage' | 'own';
 
-export const LEAST_ROLE: Readonly<Record<Action, Role>> = { read: 'viewer', triage: 'member', alerts: 'member', manage: 'admin', own: 'owner' };
+export const LEAST_ROLE: Readonly<Record<Action, Role>> = { read: 'viewer', triage: 'member', alerts: 'member', analyse: 'member', manage: 'admin', own: 'owner' };
 
 export interface Membership {
   userId: string;

@@ -11,8 +11,10 @@ export const SHARE_KIND = 'share';
 export const AUDIT_KIND = 'audit';
 /** A project's goals (lib/goals/goals.ts). */
 export const GOAL_KIND = 'goal';
+/** Saved funnels (lib/funnels/saved.ts). */
+export const FUNNEL_KIND = 'funnel';
 /** Kinds under the project's scope besides its members: a deleted project's are dropped with it. */
-export const SCOPED_KINDS = [INVITATION_KIND, SHARE_KIND, AUDIT_KIND, GOAL_KIND] as const;
+export const SCOPED_KINDS = [INVITATION_KIND, SHARE_KIND, AUDIT_KIND, GOAL_KIND, FUNNEL_KIND] as const;
 
 export const scopeOf = (projectId: string) => `project:${projectId}`;
 

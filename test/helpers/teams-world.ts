@@ -18,6 +18,7 @@ export interface World {
   shareId: string;
   goalId: string;
   shareToken: string;
+  funnelId: string;
   /** Text found in the project's events, name and records: no answer to an outsider may hold it. */
   secrets: string[];
 }
@@ -58,10 +59,12 @@ export async function buildWorld(send: Send, tag: string, flush: () => Promise<v
   const invitation = await call('POST', `/api/projects/${project.id}/invitations`, users.owner, { role: 'viewer' });
   const share = await call('POST', `/api/projects/${project.id}/shares`, users.owner, {});
   const goal = await call('POST', `/api/projects/${project.id}/goals`, users.member, { name: `goal-${tag}`, page: '/checkout/**' });
+  const steps = [{ page: `/r-${tag}` }, { event: 'signup' }];
+  const funnel = await call('POST', `/api/projects/${project.id}/funnels`, users.member, { name: `funnel-${tag}-name`, windowMinutes: 30, steps });
   return {
     tag, project, users, issueId: issues.issues[0].id, alertId: alert.alert.id,
-    invitationId: invitation.id, inviteToken: invitation.token, shareId: share.id, shareToken: share.token, goalId: goal.goal.id,
-    secrets: [marker, name, project.key, `r-${tag}`, `target-${tag}`, `alerts-${tag}`, `goal-${tag}`],
+    invitationId: invitation.id, inviteToken: invitation.token, shareId: share.id, shareToken: share.token, goalId: goal.goal.id, funnelId: funnel.funnel.id,
+    secrets: [marker, name, project.key, `r-${tag}`, `target-${tag}`, `alerts-${tag}`, `goal-${tag}`, `funnel-${tag}`],
   };
 }
 
@@ -118,6 +121,16 @@ export const ENDPOINTS: Endpoint[] = [
   { method: 'POST', path: () => '/api/alerts', body: (w, id) => ({ on: 'regression', project: id, email: `more-${w.tag}@example.com` }), least: 'member', ok: 201, changes: true },
   { method: 'PATCH', path: (w, id) => `/api/alerts/${w.alertId}?project=${id}`, body: () => ({ enabled: false }), least: 'member', ok: 200, changes: true },
   { method: 'DELETE', path: (w, id) => `/api/alerts/${w.alertId}?project=${id}`, least: 'member', ok: 200, changes: true },
+  {
+    method: 'POST', path: () => '/api/funnels/query', least: 'viewer', ok: 200,
+    body: (w, id) => ({ project: id, from: new Date(Date.now() - 86_400_000).toISOString(), windowMinutes: 30, steps: [{ page: `/r-${w.tag}` }, { event: 'signup' }] }),
+  },
+  { method: 'GET', path: (w, id) => `${p(w, id)}/funnels`, least: 'viewer', ok: 200 },
+  {
+    method: 'POST', path: (w, id) => `${p(w, id)}/funnels`, least: 'member', ok: 201, changes: true,
+    body: () => ({ name: 'checkout', windowMinutes: 60, steps: [{ page: '/' }, { page: '/checkout/**' }] }),
+  },
+  { method: 'DELETE', path: (w, id) => `${p(w, id)}/funnels/${w.funnelId}`, least: 'member', ok: 200, changes: true },
 ];
 
 /**

@@ -22,6 +22,7 @@ import { startUpkeep } from './maintenance/upkeep.ts';
 import { migrate } from './migrations/index.ts';
 import { DEFAULT_CHANNEL, notifications } from './notify.ts';
 import { eventPages } from './reads/events.ts';
+import { funnelReader } from './reads/funnel.ts';
 import { ownerReads } from './reads/owner.ts';
 import { col, guardWith } from './sql.ts';
 import { EdgeMinuteCache } from './stats/edge-minutes.ts';
@@ -120,6 +121,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     },
 
     stats: statsReader(sql, guard, dayCache, edgeMinutes, owner),
+    funnel: funnelReader(sql, guard),
     ...users(sql, guard),
     health: health(sql, guard, instance, edgeMinutes),
     watch: live.watch,

@@ -81,7 +81,7 @@ export class HotTail {
  * turn of the event loop (the tail may be written in the next).
  */
 export class SegmentView implements SegmentReader {
-  constructor(private readonly db: SegmentDb, private readonly pending: readonly TailRow[]) {}
+  constructor(readonly db: SegmentDb, readonly pending: readonly TailRow[]) {}
 
   /** SegmentDb.rows over the database and the pending rows. */
   rows(q: RowsQuery, limit: number): SeqRows {

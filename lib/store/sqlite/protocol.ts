@@ -7,6 +7,7 @@ import type { StoredEvent } from '../../event.ts';
 import type { StatsRange } from '../../stats.ts';
 import type { SegmentFilter } from './dedupe.ts';
 import type { Manifest } from './manifest.ts';
+import type { FunnelQuery } from '../../funnels/count.ts';
 import type { ErrorScanQuery, EventFilter } from '../types.ts';
 
 export interface InitArgs {
@@ -101,6 +102,8 @@ export type WorkerRequest =
   /** Store.scanErrors. */
   | { op: 'scanErrors'; query: ErrorScanQuery }
   | { op: 'readStats'; userId: string; now: number; range?: StatsRange; projectId?: string }
+  /** Store.funnel (worker/funnel.ts). */
+  | { op: 'readFunnel'; query: FunnelQuery }
   | { op: 'readUser'; idpUserId: string }
   | { op: 'readHealth' }
   /** Retention by age and count, a bounded batch. */

@@ -10,6 +10,7 @@
 // only after its journal line is fsynced, and the worker applies what this thread acknowledged, in order.
 import { memoryUsage } from 'node:process';
 import { dirname } from 'node:path';
+import type { FunnelCounts } from '../../funnels/count.ts';
 import { resolveRange, type Stats } from '../../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from '../cursor.ts';
 import { ensureDir, loadStoreFs, type StoreFs } from '../fs.ts';
@@ -158,6 +159,10 @@ function storeOver({ settings, fs, client, dedupe, commits, maintenance, lock, l
       // Checked here: a RangeError thrown in the worker would arrive as a plain Error.
       const resolved = resolveRange(range, now);
       return client.request<Stats>({ op: 'readStats', userId, now, range: resolved ? range : undefined, projectId });
+    },
+    async funnel(query) {
+      alive();
+      return client.request<FunnelCounts>({ op: 'readFunnel', query });
     },
     upsertUser(u: UserSync, now) {
       const user = appUser(u, now);

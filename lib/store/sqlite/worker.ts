@@ -12,6 +12,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { loadStoreFs, type StoreFs, type StoreFsModule } from '../fs.ts';
 import { postAnswer, postError, type InitArgs, type SealAnswer, type ToWorker, type WorkerRequest } from './protocol.ts';
 import type { Engine } from './worker/engine.ts';
+import { readFunnel } from './worker/funnel.ts';
 import { start } from './worker/recovery.ts';
 import { PRUNE_BATCH } from './worker/retention.ts';
 import { CorruptFile, log } from './worker/state.ts';
@@ -55,6 +56,8 @@ function handle(req: WorkerRequest): Handled {
       return holding(engine.reads.errors(req.query));
     case 'readStats':
       return holding(engine.reads.stats(req.userId, req.now, req.range, req.projectId));
+    case 'readFunnel':
+      return holding(readFunnel(engine.reads, req.query));
     case 'readUser':
       return { answer: engine.state.getUser(req.idpUserId) };
     case 'drainTail':

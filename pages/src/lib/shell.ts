@@ -1,14 +1,15 @@
-// The signed-in pages' frame, in one place: the navigation (Dashboard, Issues, Alerts, Projects),
+// The signed-in pages' frame, in one place: the navigation (Dashboard, Issues, Funnels, Alerts, Projects),
 // the user and Sign out, the session guard, and a failure shown in place of the page. Each page's
 // HTML holds an empty <header id="topbar">; this fills it.
 import { byId, el } from './dom.ts';
 import { currentSession, signOut, type Session } from './session.ts';
 
-export type Section = 'dashboard' | 'issues' | 'alerts' | 'projects' | 'invite';
+export type Section = 'dashboard' | 'issues' | 'funnels' | 'alerts' | 'projects' | 'invite';
 
 const SECTIONS: [Exclude<Section, 'invite'>, string, string][] = [
   ['dashboard', 'Dashboard', '/dashboard'],
   ['issues', 'Issues', '/issues/'],
+  ['funnels', 'Funnels', '/funnels/'],
   ['alerts', 'Alerts', '/alerts/'],
   ['projects', 'Projects', '/projects/'],
 ];

@@ -17,7 +17,7 @@ import type { SegmentReader, SeqRows } from '../segment.ts';
 import type { WorkerState } from './state.ts';
 
 /** A segment a read visits; open() gives its reader, to be used at once (the tail moves on). */
-interface Source {
+export interface Source {
   open(): Promise<SegmentReader>;
 }
 
@@ -46,7 +46,7 @@ export class Reads {
    * The segments that may hold rows of `userId` within the given bounds, in the order a read visits
    * them: newest first (hot, then sealed by descending id) or the reverse.
    */
-  private sources(userId: string, order: 'newest' | 'oldest', b: SourceBounds): Source[] {
+  sources(userId: string, order: 'newest' | 'oldest', b: SourceBounds): Source[] {
     const sealed = this.s.sealed.newestFirst().filter((seg) =>
       seg.owners.has(userId) &&
       (b.afterSeq === undefined || seg.maxSeq > b.afterSeq) &&

@@ -1,0 +1,104 @@
+// Store.funnel on PostgreSQL, in SQL (docs/architecture.md#funnels): the project's pageload and
+// custom events of the range, from the rows of open days and the blocks of closed ones, each given
+// its step matches, then one window pass per step over each session's events in seq order: an
+// event ends a chain of k steps when it matches step k and the latest event ending a chain of
+// k - 1 steps before it was received at most the window earlier (the rule of lib/funnels/count.ts).
+//
+// A pageload's route key (lib/event-keys.ts: routeKey) needs the path of its URL as the WHATWG URL
+// parser gives it. SQL takes it with a regular expression from URLs whose shape leaves the path as
+// written (http(s), a plain host name, printable path characters, no dot segments: what browsers
+// send); the few other distinct URLs of the range are parsed here first and passed in as a table.
+import type postgres from 'postgres';
+import { routeKey } from '../../../event-keys.ts';
+import type { FunnelCounts, FunnelQuery } from '../../../funnels/count.ts';
+import { patternRegex, stepTypes } from '../../../funnels/steps.ts';
+import { DAY_MS } from '../../../stats.ts';
+import { col, pgArray, type Guard } from '../sql.ts';
+
+// Where the URL's path is what it reads: optional http(s) origin with a host name whose last label
+// starts with a letter (no IP address, no punycode to decode) and a short port, then the path.
+const SAFE_URL = String.raw`^(https?://([A-Za-z0-9-]+\.)*[A-Za-z][A-Za-z0-9-]*(:[0-9]{1,4})?)?(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?([?#].*)?$`;
+const SAFE = `(u ~ '${SAFE_URL.replaceAll("'", "''")}' and left(u, 2) <> '//' and strpos(lower(u), 'xn--') = 0
+  and strpos(u, '/.') = 0 and strpos(lower(u), '/%2e') = 0)`;
+const PATH = `coalesce(nullif(substring(u from '^(?:https?://[^/?#]*)?([^?#]*)'), ''), '/')`;
+
+// JSON.stringify writes NUL and unpaired surrogates as \u escapes, which jsonb refuses: read as U+FFFD
+// (patterns cannot hold either, lib/funnels/query.ts, so what they match does not change).
+const JSONB = String.raw`(case when strpos(event, '\u') > 0 then regexp_replace(event, '\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})', '\\ufffd', 'g') else event end)::jsonb`;
+// customEventName: the first of name, eventName, data.name that is a non-empty string.
+const NAME = ['name', 'eventName'].map((f) => `when jsonb_typeof(j->'${f}') = 'string' and j->>'${f}' <> '' then j->>'${f}'`).join(' ') +
+  ` when jsonb_typeof(j->'data'->'name') = 'string' and j->'data'->>'name' <> '' then j->'data'->>'name'`;
+
+/**
+ * The project's events of the range that a step can match ($1 owner, $2 project, $3/$4 range, $5/$6
+ * days, $7 types), with the route key stored beside pageloads that have a duration (routeKey's).
+ */
+const SOURCE = `
+  select seq, received_at, session_id, type, route_key, event from watchtower_events
+  where user_id = $1 and project_id = $2 and received_at >= $3::timestamptz and received_at < $4::timestamptz
+    and type = any($7::text[]) and session_id is not null
+  union all
+  select x.seq, x.received_at, x.session_id, x.type, x.route_key, x.event from watchtower_event_blocks b
+    cross join lateral unnest(b.seqs, b.received, b.types, b.sessions, b.projects, b.routes, b.texts)
+      as x(seq, received_at, type, session_id, project_id, route_key, event)
+  where b.user_id = $1 and b.day >= $5 and b.day <= $6 and x.project_id = $2 and x.received_at >= $3::timestamptz
+    and x.received_at < $4::timestamptz and x.type = any($7::text[]) and x.session_id is not null`;
+
+/** The URL a pageload's route key comes from when it has no route (routeKey: `e.url ?? e.page_url`). */
+const URL_OF = `coalesce(j->>'url', j->>'page_url')`;
+
+function funnelSql(q: FunnelQuery, first: number): { text: string; params: string[] } {
+  const params: string[] = [];
+  const param = (v: string) => `$${first + params.push(v) - 1}`;
+  const matches = q.steps.map((s) => ('page' in s
+    ? `(type = 'pageload' and key ~ ${param(patternRegex(s.page, '.*'))})`
+    : `(type = 'custom' and name = ${param(s.event)})`));
+  const n = matches.length;
+  // A custom event can have a step's name only if its text holds the name as JSON writes it: the
+  // others are not parsed.
+  const names = q.steps.flatMap((s) => ('event' in s ? [`strpos(event, ${param(JSON.stringify(s.event))}) > 0`] : []));
+  const parse = `(type = 'pageload' and route_key is null) or (type = 'custom' and (${names.join(' or ') || 'false'}))`;
+  const win = `${param(String(q.windowMs))}::float8 * interval '1 millisecond'`;
+  const w = 'window w as (partition by s order by seq rows between unbounded preceding and 1 preceding)';
+  let layers = `l1 as (select *, max(case when ok1 then t end) over w as p1 from (select *, m1 as ok1 from l0) x ${w})`;
+  for (let k = 2; k <= n; k++) {
+    layers += `, l${k} as (select *, max(case when ok${k} then t end) over w as p${k}
+      from (select *, coalesce(m${k} and t <= p${k - 1} + ${win}, false) as ok${k} from l${k - 1}) x ${w})`;
+  }
+  const depth = `case ${Array.from({ length: n }, (_, i) => `when ok${n - i} then ${n - i}`).join(' ')} else 0 end`;
+  const text = `
+    with src as (${SOURCE}),
+    u as (select session_id as s, seq, received_at as t, type, route_key, j, j->>'route' as r, ${URL_OF} as u from src
+      cross join lateral (select case when ${parse} then ${JSONB} end as j offset 0) jj),
+    k as materialized (select s, seq, t, type,
+      case when type = 'pageload' then coalesce(route_key,
+        case when coalesce(r, '') <> '' then r
+             when coalesce(u, '') = '' then 'unknown'
+             when ${SAFE} then ${PATH}
+             else (select m.key from unnest($8::text[], $9::text[]) as m(raw, key) where m.raw = u limit 1) end)
+      end as key,
+      case when type = 'custom' and j is not null then case ${NAME} end end as name from u),
+    l0 as (select s, seq, t, ${matches.map((m, i) => `coalesce(${m}, false) as m${i + 1}`).join(', ')} from k
+      where ${matches.join(' or ')}),
+    ${layers},
+    d as (select s, max(${depth}) as d from l${n} group by s)
+    select ${Array.from({ length: n }, (_, i) => `count(*) filter (where d >= ${i + 1})::float8 as c${i + 1}`).join(', ')} from d`;
+  return { text, params };
+}
+
+export function funnelReader(sql: postgres.Sql, guard: Guard) {
+  return async (q: FunnelQuery): Promise<FunnelCounts> => {
+    if (q.userId === '') return q.steps.map(() => 0);
+    const base = [col(q.userId)!, col(q.projectId)!, new Date(q.from).toISOString(), new Date(q.to).toISOString(),
+      String(Math.floor(q.from / DAY_MS)), String(Math.floor((q.to - 1) / DAY_MS)), pgArray(stepTypes(q.steps))];
+    // The distinct URLs SQL cannot take the path of, parsed as routeKey parses them.
+    const raws = q.steps.some((s) => 'page' in s) ? await guard('funnel', () => sql.unsafe<{ u: string }[]>(`
+      select distinct u from (select ${URL_OF} as u, j from (select ${JSONB} as j from (${SOURCE}) src where type = 'pageload' and route_key is null) j) x
+      where coalesce(j->>'route', '') = '' and u is not null and u <> '' and not ${SAFE}`, base)) : [];
+    const keys = raws.map((r) => routeKey({ route: null, url: r.u, page_url: null }));
+    const { text, params } = funnelSql(q, 10);
+    const rows = await guard('funnel', () => sql.unsafe<Record<string, number>[]>(text,
+      [...base, pgArray(raws.map((r) => r.u)), pgArray(keys), ...params]));
+    return q.steps.map((_, i) => rows[0][`c${i + 1}`]);
+  };
+}
