@@ -1,6 +1,4 @@
 // createHandler: the one fetch handler, `(Request) => Promise<Response>`.
-import { IttyRouter } from 'itty-router/IttyRouter';
-import type { IRequest } from 'itty-router';
 import { createAuthenticator, type Authenticator } from './auth.ts';
 import type { Context, Route, RouteRequest, ServeInfo } from './context.ts';
 import { createRateLimiter, type RateLimitOptions } from './ratelimit.ts';
@@ -8,25 +6,12 @@ import { createHub, type Hub } from './hub.ts';
 import { InFlight } from './inflight.ts';
 import { CORS_HEADERS, HttpError, JsonReply, NOSNIFF, toErrorResponse, toResponse } from './http.ts';
 import { modulePath, type FileAccess } from './static.ts';
-import { beacon, exportEvents, ingest, listEvents } from './routes/events.ts';
 import { pages } from './routes/pages.ts';
-import { health, stats, syncUser } from './routes/read.ts';
-import { eventStream } from './routes/stream.ts';
-import { developerStream, insights, query } from './routes/developer.ts';
-import { createProject, deleteProject, getProject, listProjects, rotateProjectKey, updateProject } from './routes/projects.ts';
-import { sentryEnvelope, sentryStore } from './routes/sentry.ts';
-import { listMembers, projectAudit, removeMember, updateMember } from './routes/members.ts';
-import { acceptInvitation, createInvitation, listInvitations, revokeInvitation, showInvitation } from './routes/invitations.ts';
-import { createShare, listShares, revokeShare, sharedStatsRoute } from './routes/shares.ts';
-import { createGoal, deleteGoal, listGoals } from './routes/goals.ts';
+import { apiRouter } from './routes/table.ts';
 import { createProjects } from './projects.ts';
 import type { Store } from './store/types.ts';
 import { createMemoryRecords } from './records/memory.ts';
 import { createMonitor, type Monitor, type MonitorOptions } from './monitor.ts';
-import { createAlert, deleteAlert, listAlerts, testAlert, updateAlert } from './routes/alerts.ts';
-import { getIssue, listIssues, patchIssue } from './routes/issues.ts';
-import { createFunnel, deleteFunnel, listFunnels, queryFunnel } from './routes/funnels.ts';
-import { deleteSourceMap, listSourceMaps, uploadSourceMap } from './routes/sourcemaps.ts';
 import type { RecordStore } from './records/types.ts';
 import { createTeams } from './teams/teams.ts';
 import { createInvitations } from './teams/invitations.ts';
@@ -147,61 +132,7 @@ export function createHandler(deps: HandlerDeps): FetchHandler<Response | null> 
   deps.store.watch?.((events) => ctx.hub.publish(events));
   ctx.monitor.start();
 
-  // Every route is registered on itty-router, which compiles its pattern (base path, trailing
-  // slashes, `:params`) to a regex. Routes are tried in order, one regex test each: ingestion, the
-  // hot path, comes first. A route reads path parameters (`/api/issues/:id`) from request.params.
-  const router = IttyRouter<IRequest, [Context, ServeInfo | undefined]>({ base })
-    .post('/api/events', ingest)
-    .post('/api/beacon', beacon)
-    .get('/api/events', listEvents)
-    .get('/api/events/export', exportEvents)
-    .get('/api/events/stream', eventStream)
-    .get('/api/stats', stats)
-    .get('/api/health', health)
-    .post('/api/users/sync', syncUser)
-    .get('/api/developer/stream', developerStream)
-    .get('/api/developer/insights', insights)
-    .post('/api/developer/query', query)
-    .get('/api/issues', listIssues)
-    .get('/api/issues/:id', getIssue)
-    .patch('/api/issues/:id', patchIssue)
-    .post('/api/projects/:id/sourcemaps', uploadSourceMap)
-    .get('/api/projects/:id/sourcemaps', listSourceMaps)
-    .delete('/api/projects/:id/sourcemaps/:mapId', deleteSourceMap)
-    .get('/api/alerts', listAlerts)
-    .post('/api/alerts', createAlert)
-    .patch('/api/alerts/:id', updateAlert)
-    .delete('/api/alerts/:id', deleteAlert)
-    .post('/api/alerts/:id/test', testAlert)
-    .get('/api/projects', listProjects)
-    .post('/api/projects', createProject)
-    .get('/api/projects/:id', getProject)
-    .patch('/api/projects/:id', updateProject)
-    .delete('/api/projects/:id', deleteProject)
-    .post('/api/projects/:id/rotate-key', rotateProjectKey)
-    .get('/api/projects/:id/members', listMembers)
-    .patch('/api/projects/:id/members/:userId', updateMember)
-    .delete('/api/projects/:id/members/:userId', removeMember)
-    .post('/api/projects/:id/invitations', createInvitation)
-    .get('/api/projects/:id/invitations', listInvitations)
-    .delete('/api/projects/:id/invitations/:invitationId', revokeInvitation)
-    .get('/api/invitations/:token', showInvitation)
-    .post('/api/invitations/:token/accept', acceptInvitation)
-    .post('/api/projects/:id/shares', createShare)
-    .get('/api/projects/:id/shares', listShares)
-    .delete('/api/projects/:id/shares/:shareId', revokeShare)
-    .get('/api/projects/:id/goals', listGoals)
-    .post('/api/projects/:id/goals', createGoal)
-    .delete('/api/projects/:id/goals/:goalId', deleteGoal)
-    .get('/api/shared/:token/stats', sharedStatsRoute)
-    .get('/api/projects/:id/audit', projectAudit)
-    .post('/api/funnels/query', queryFunnel)
-    .get('/api/projects/:id/funnels', listFunnels)
-    .post('/api/projects/:id/funnels', createFunnel)
-    .delete('/api/projects/:id/funnels/:funnelId', deleteFunnel)
-    // Sentry SDKs post to /api/<project id>/envelope/ (docs/sentry.md); the id must be digits.
-    .post('/api/:projectId/envelope', sentryEnvelope)
-    .post('/api/:projectId/store', sentryStore);
+  const router = apiRouter(base);
 
   /**
    * The route for a request, with its path parameters set on the request, as itty-router's own
