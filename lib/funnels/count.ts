@@ -20,6 +20,20 @@ export interface FunnelQuery {
   /** Most ms between an event of one step and that of the next. */
   windowMs: number;
   steps: FunnelStep[];
+  /**
+   * Most ms a store's process may spend reading the funnel's rows before it gives up with
+   * FunnelTooLargeError (the sqlite worker, whose reads run one at a time: a longer read would hold
+   * every other request behind it). Absent: no bound.
+   */
+  budgetMs?: number;
+}
+
+/** The funnel read more rows than its budget allows (FunnelQuery.budgetMs). */
+export class FunnelTooLargeError extends Error {
+  constructor(budgetMs: number) {
+    super(`the funnel's events take more than ${budgetMs} ms to read`);
+    this.name = 'FunnelTooLargeError';
+  }
 }
 
 /** Sessions that reached each step (index 0: step 1), non-increasing. */

@@ -5,17 +5,25 @@ import { parseJson, readBody } from '../body.ts';
 import { funnelAnswer } from '../funnels/answer.ts';
 import { parseFunnelQuery } from '../funnels/query.ts';
 import { savedFunnels } from '../funnels/saved.ts';
-import { json, type JsonReply } from '../http.ts';
+import { HttpError, json, type JsonReply } from '../http.ts';
 import { requireUser, type Context, type RouteRequest } from '../context.ts';
 
 const BODY_LIMIT = 16 * 1024;
+/** Reading time one funnel query may take on the sqlite store (docs/api.md#funnels). */
+export const FUNNEL_BUDGET_MS = 5_000;
 
 export async function queryFunnel(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
   const { project, query } = parseFunnelQuery(parseJson(await readBody(request, BODY_LIMIT)), ctx.now());
   const access = await ctx.teams.access(userId, project, 'read');
-  // A funnel reads a range of events: at most a few at once per user, as developer queries.
-  const counts = await ctx.queries.run(userId, () => ctx.store.funnel({ ...query, userId: access.owner }));
+  // A funnel reads a range of events: at most a few at once per user, as developer queries, and
+  // each within a time budget (FunnelQuery.budgetMs).
+  const counts = await ctx.queries.run(userId, () => ctx.store.funnel({ ...query, userId: access.owner, budgetMs: FUNNEL_BUDGET_MS })).catch((err: unknown) => {
+    if (err instanceof Error && err.name === 'FunnelTooLargeError') {
+      throw new HttpError(422, 'funnel_too_large', `This funnel reads more events than one request may (${FUNNEL_BUDGET_MS / 1000} s of reading); narrow its range`);
+    }
+    throw err;
+  });
   return json(funnelAnswer(query.steps, counts));
 }
 

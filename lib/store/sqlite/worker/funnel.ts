@@ -4,7 +4,7 @@
 // fields a step reads leave the database: json_extract picks them out of the metadata, which is
 // far cheaper than parsing each row's JSON into an event.
 import { routeKey } from '../../../event-keys.ts';
-import { FunnelCounter, type FunnelCounts, type FunnelQuery } from '../../../funnels/count.ts';
+import { FunnelCounter, FunnelTooLargeError, type FunnelCounts, type FunnelQuery } from '../../../funnels/count.ts';
 import { customEventName, funnelFields, stepMatcher, stepTypes, type FunnelEventFields } from '../../../funnels/steps.ts';
 import type { SegmentView } from '../hot-tail.ts';
 import { rowFilter } from '../row-filter.ts';
@@ -55,6 +55,10 @@ export async function readFunnel(reads: Reads, q: FunnelQuery): Promise<FunnelCo
   const sql = `SELECT ${COLUMNS} FROM events INDEXED BY events_user_received WHERE ${filter.where}
     AND type IN (${types.map(() => '?').join(', ')}) AND session_id IS NOT NULL ORDER BY seq`;
   if (q.userId === '') return counter.counts();
+  // Messages wait for a read to finish: past its budget, a funnel gives up rather than hold them.
+  const t0 = performance.now();
+  let rows = 0;
+  const spent = () => q.budgetMs !== undefined && (++rows & 4095) === 0 && performance.now() - t0 > q.budgetMs;
   for (const source of reads.sources(q.userId, 'oldest', { since: q.from, until: q.to })) {
     const view = (await source.open()) as SegmentView;
     const s = view.db.statement(sql);
@@ -63,6 +67,7 @@ export async function readFunnel(reads: Reads, q: FunnelQuery): Promise<FunnelCo
       while (s.step()) {
         const r = s.get() as Row;
         counter.add(r[2]!, Date.parse(r[1]), maskOf(r));
+        if (spent()) throw new FunnelTooLargeError(q.budgetMs!);
       }
     } finally {
       s.reset();
@@ -72,6 +77,7 @@ export async function readFunnel(reads: Reads, q: FunnelQuery): Promise<FunnelCo
       if (!filter.matches(row) || !types.includes(row.cols[1]) || !row.cols[5]) continue;
       const e = eventOfTail(row);
       counter.add(row.cols[5], Date.parse(row.cols[3]), match(funnelFields(e)));
+      if (spent()) throw new FunnelTooLargeError(q.budgetMs!);
     }
   }
   return counter.counts();
