@@ -5,6 +5,7 @@ import { HttpError, json, type JsonReply } from '../http.ts';
 import { parseStatsQuery, parseUserSync } from '../schema.ts';
 import { readScope, requireUser, type Context } from '../context.ts';
 import type { StatsRange } from '../stats.ts';
+import { ENVIRONMENT_STATS_BUDGET_MS, environmentStats, EnvironmentStatsTooLargeError } from '../environment-stats.ts';
 
 export async function stats(request: Request, ctx: Context): Promise<JsonReply> {
   const userId = await requireUser(ctx, request);
@@ -13,7 +14,27 @@ export async function stats(request: Request, ctx: Context): Promise<JsonReply> 
   // Without from/to/interval, undefined: the answer over every event, as it always was.
   const range = parseStatsQuery(params, now);
   const { owner, projectId } = await readScope(ctx, userId, params);
-  return json(await ctx.store.stats(owner, now, await withGoals(ctx, range, projectId), projectId));
+  const environment = environmentParam(params);
+  const asked = await withGoals(ctx, range, projectId);
+  if (environment === undefined) return json(await ctx.store.stats(owner, now, asked, projectId));
+  try {
+    return json(await environmentStats(ctx.store, { owner, projectId, environment, now, range: asked }));
+  } catch (err) {
+    if (err instanceof EnvironmentStatsTooLargeError) {
+      throw new HttpError(422, 'stats_too_large', `This environment's events take more than ${ENVIRONMENT_STATS_BUDGET_MS / 1000} s to read; narrow the range`);
+    }
+    throw err;
+  }
+}
+
+/** `environment=`: a name as ingest keeps them (1-64 characters, no control characters); absent or empty: none. */
+function environmentParam(params: URLSearchParams): string | undefined {
+  const v = params.get('environment');
+  if (v === null || v === '') return undefined;
+  if (v.length > 64 || /[\u0000-\u001f\u007f\u2028\u2029]/.test(v)) {
+    throw new HttpError(400, 'invalid_query', 'Query parameter "environment" must be an environment name of 1-64 characters without control characters');
+  }
+  return v;
 }
 
 /** A project's range counts its goals too (docs/api.md#goals); without a range or a project, none. */
