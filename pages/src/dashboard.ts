@@ -6,6 +6,7 @@ import type { StoredEvent } from '../../lib/event.ts';
 import type { Stats } from '../../lib/stats.ts';
 import { download, ndjsonToCsv } from './lib/csv.ts';
 import { byId } from './lib/dom.ts';
+import { createGoalsPanel, type Goal } from './lib/goals.ts';
 import type { Project } from './lib/projects.ts';
 import { runDashboard } from './lib/controller.ts';
 import { eventsQuery, exportName, statsQuery } from './lib/range.ts';
@@ -28,7 +29,17 @@ async function start(name: string, s: NonNullable<typeof session>) {
   // The switcher's list, asked for beside the numbers (the chosen project comes from the URL).
   const projectList = api('/api/projects').then(async (r) => (r.ok ? ((await r.json()) as { projects: Project[] }).projects : null));
   projectList.catch(() => {});
-  const view = createDashboardView({ live: true, ranges: true, projects: true });
+  // The goals' changes reload the numbers through the dashboard made below.
+  let reload = () => {};
+  const goals = createGoalsPanel({
+    list: async (project) => (await answer<{ goals: Goal[] }>(await api(`/api/projects/${encodeURIComponent(project)}/goals`))).goals,
+    create: async (project, goal) => void await answer(await api(`/api/projects/${encodeURIComponent(project)}/goals`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(goal),
+    })),
+    remove: async (project, id) => void await answer(await api(`/api/projects/${encodeURIComponent(project)}/goals/${encodeURIComponent(id)}`, { method: 'DELETE' })),
+    changed: () => reload(),
+  });
+  const view = createDashboardView({ live: true, ranges: true, projects: true, goals });
   renderTopbar('dashboard', { ...s, displayName: name });
   byId('dashboard').replaceChildren(view.root);
 
@@ -70,6 +81,8 @@ async function start(name: string, s: NonNullable<typeof session>) {
     },
   });
 
+  reload = () => void dashboard.load();
+
   // The shell appears with its numbers, never with placeholders that then jump.
   await dashboard.load();
   const projects = await projectList.catch(() => null);
@@ -87,6 +100,13 @@ async function start(name: string, s: NonNullable<typeof session>) {
     view.addLive(events);
     dashboard.eventsArrived();
   }, view.setLiveStatus);
+}
+
+/** The answer's JSON, or an Error with the server's message. */
+async function answer<T>(response: Response): Promise<T> {
+  const body = (await response.json().catch(() => ({}))) as T & { error?: string };
+  if (!response.ok) throw new Error(body.error ?? `HTTP ${response.status}`);
+  return body;
 }
 
 /** The project the page shows ('' for all of the user's own events), from the query string. */

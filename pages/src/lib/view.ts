@@ -8,6 +8,7 @@ import { eventCells, EVENT_COLUMNS } from './csv.ts';
 import { el, fmt, formatTime, summarize } from './dom.ts';
 import { scriptTag, type Project } from './projects.ts';
 import { delta, describeRange, parseDay, PRESETS, type RangeKey, type Span, type ViewState } from './range.ts';
+import type { GoalsPanel } from './goals.ts';
 import { csvButton, fillBarTable, fillTable, tableFor, type TableModel } from './tables.ts';
 import { BREAKDOWN_PANELS, vitalCells, vitalText, VITAL_ROWS, type BreakdownKey } from './breakdowns.ts';
 import { VITAL_NAMES } from '../../../lib/breakdowns.ts';
@@ -84,7 +85,8 @@ function scroller(table: HTMLTableElement, label: string): HTMLElement {
   return el('div', { class: 'table-wrap', attrs: { tabindex: '0', role: 'region', 'aria-label': label } }, table);
 }
 
-export function createDashboardView(options: { live: boolean; ranges: boolean; projects?: boolean }): DashboardView {
+/** `goals`: the Goals panel, shown for the chosen project (the signed-in dashboard's). */
+export function createDashboardView(options: { live: boolean; ranges: boolean; projects?: boolean; goals?: GoalsPanel }): DashboardView {
   const charts = new Map<string, Chart>();
   const chart = (key: string, make: () => Chart) => {
     charts.get(key)?.destroy();
@@ -147,6 +149,8 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
     const p = projects.find((x) => x.id === projectSelect.value);
     snippetBox.hidden = !p;
     snippet.textContent = p ? scriptTag(p, location.origin) : '';
+    // Without the list yet, the role is unknown: the goal controls wait for it.
+    options.goals?.setProject(projectSelect.value, p ? p.role ?? 'owner' : undefined);
     snippetNote.textContent = p
       ? `Paste this into the pages of ${p.name}: their events arrive here, tagged with project ${p.id}.`
       : projects.length ? 'Choose a project above to see the script tag for its pages.' : 'Create a project to get a script tag for your app.';
@@ -207,6 +211,7 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
         el('div', { class: 'feed-box', attrs: { tabindex: '0', role: 'region', 'aria-label': 'Live events' } }, liveEmpty, liveList))
       : null,
     activityPanel,
+    options.goals?.root,
     panel('Errors by version', 'versions', [csvButton('errors by version', model('versions'))],
       versionsChart, dataDetails(tableFor(['Version', 'Errors'], versionsBody))),
     panel('Latency per route', 'latency', [csvButton('latency per route', model('latency'))],
@@ -436,6 +441,7 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
       routeSelect.dataset.wanted = s.route;
     },
     showComparison(stats, previous) {
+      options.goals?.showComparison(stats ? previous : undefined);
       const kpis: [Kpi, Better, (s: Stats) => number, ((s: Stats) => number) | null][] = [
         [kTotal, 'up', (s) => s.totalEvents, null],
         [kErrors, 'down', (s) => s.totalErrors, null],
@@ -450,6 +456,7 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
     },
     showStats(stats, ctx) {
       latest = stats;
+      options.goals?.showStats(stats, ctx.span !== null);
       const now = ctx.now ?? Date.now();
       kActive.value.textContent = fmt.format(stats.activeUsers);
       kTotal.value.textContent = fmt.format(stats.totalEvents);
