@@ -9,7 +9,7 @@ import { IssueProcessor } from '../lib/issues/processor.ts';
 import { RecordIssueStore } from '../lib/issues/records.ts';
 import { EXACT_SESSIONS } from '../lib/issues/sessions.ts';
 import { type Issue, publicIssue } from '../lib/issues/state.ts';
-import { TAG_NAMES, TAG_VALUES } from '../lib/issues/tags.ts';
+import { addTags, publicTags, TAG_NAMES, TAG_VALUES, type IssueTags } from '../lib/issues/tags.ts';
 import { createMemoryRecords } from '../lib/records/memory.ts';
 import type { RecordStore, StoredRecord } from '../lib/records/types.ts';
 import { createMemoryStore } from '../lib/store/memory.ts';
@@ -56,7 +56,7 @@ function makeEvents(seed: number, total: number): { bug: number; event: StoredEv
   return out;
 }
 
-/** The reference, straight from the events: each tag's values in the order first seen, the first TAG_VALUES counted. */
+/** The reference, straight from the events: each tag's TAG_VALUES places, the least counted value giving its place to a new one. */
 function expected(events: readonly StoredEvent[]) {
   const value: Record<string, (e: StoredEvent) => unknown> = {
     browser: (e) => e.client?.browser,
@@ -74,8 +74,15 @@ function expected(events: readonly StoredEvent[]) {
       const v = value[name](e);
       if (typeof v !== 'string' || v === '') continue;
       if (t.values.has(v)) t.values.set(v, t.values.get(v)! + 1);
-      else if (t.values.size < TAG_VALUES) t.values.set(v, 1);
-      else t.other++;
+      else {
+        // Full: the least counted value (the earliest placed among equals) gives its place.
+        if (t.values.size >= TAG_VALUES) {
+          const [least, n] = [...t.values].reduce((a, b) => (b[1] < a[1] ? b : a));
+          t.other += n;
+          t.values.delete(least);
+        }
+        t.values.set(v, 1);
+      }
     }
   }
   const distinct = (es: readonly StoredEvent[], of: (e: StoredEvent) => unknown) =>
@@ -161,6 +168,19 @@ test('a write that fails mid-way, then a new processor from the stored progress:
   // The process is gone; a new one starts from what is stored.
   await processorOn(records, source).drain();
   check(await new RecordIssueStore(records).listIssues('owner-1', T0 + 5 * 86_400_000), made, 99);
+});
+
+test('a release that keeps coming takes a place from the least counted one once every place is taken (hand-checked)', () => {
+  const tags: IssueTags = {};
+  // TAG_VALUES old releases, release r0 with 5 events and the others with 2 each.
+  for (let i = 0; i < TAG_VALUES; i++) for (let n = 0; n < (i === 0 ? 5 : 2); n++) addTags(tags, { release: `r${i}` });
+  // The new release: its first event takes r1's place (the earliest placed of the least counted).
+  for (let n = 0; n < 4; n++) addTags(tags, { release: 'new' });
+  const release = publicTags(tags).release;
+  assert.equal(release.values.slice(0, 2), [{ value: 'r0', count: 5 }, { value: 'new', count: 4 }]);
+  assert.is(release.values.length, TAG_VALUES);
+  assert.not.ok(release.values.some((v) => v.value === 'r1'));
+  assert.equal([release.other, release.truncated, release.total], [2, true, 5 + 2 * (TAG_VALUES - 1) + 4]);
 });
 
 test.run();

@@ -77,7 +77,7 @@ const contains = (text: string | null | undefined, needle: string) => typeof tex
 /**
  * Whether an issue is selected by everything but the status (the counts per status are of this
  * selection). A release matches the versions the issue keeps (versions.seen) or its release tag;
- * an environment or browser, the values its tags count (tags.ts: the first TAG_VALUES of each).
+ * an environment or browser, the values its tags count (tags.ts: the TAG_VALUES each keeps).
  */
 export function selects(q: IssueQuery, i: Issue): boolean {
   const from = q.from === undefined ? null : new Date(q.from).toISOString();

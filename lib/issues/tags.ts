@@ -1,13 +1,15 @@
 // Tag distributions of an issue: how its events split by browser, system, device, release,
 // environment, page and country. An issue is rewritten on every slice of events, so each tag keeps
-// at most TAG_VALUES values with exact counts: the first ones seen, each counted from its first
-// event on. Events whose value came later are counted in `other` (then `truncated` shows on the
-// tag), so the counts always add up to the events that carried the tag.
+// at most TAG_VALUES values, each with the exact count of its events since it took its place. A
+// new value takes a place when one is free, else the place of the least counted value, whose events
+// move to `other` (then `truncated` shows on the tag): values that keep coming (a new release, a
+// page everyone visits) stay, one-off values come and go, and the counts always add up to the
+// events that carried the tag.
 import { routeKey, UNKNOWN } from '../event-keys.ts';
 
 export const TAG_NAMES = ['browser', 'os', 'device', 'release', 'environment', 'page', 'country'] as const;
 export type TagName = (typeof TAG_NAMES)[number];
-/** Values counted per tag; later values go to `other`. */
+/** Values counted per tag; the others' events are counted in `other`. */
 export const TAG_VALUES = 20;
 /** Longest value kept: longer ones are cut, so that a hostile value cannot grow the issue. */
 export const TAG_VALUE_LENGTH = 80;
@@ -84,8 +86,15 @@ export function addTags(tags: IssueTags, event: EventTags): void {
     const t = (tags[name] ??= { values: [], other: 0 });
     const known = t.values.find(([v]) => v === value);
     if (known) known[1]++;
-    else if (t.values.length < TAG_VALUES) t.values.push([value, 1]);
-    else t.other++;
+    else {
+      if (t.values.length >= TAG_VALUES) {
+        let least = 0;
+        for (let i = 1; i < t.values.length; i++) if (t.values[i][1] < t.values[least][1]) least = i;
+        t.other += t.values[least][1];
+        t.values.splice(least, 1);
+      }
+      t.values.push([value, 1]);
+    }
   }
 }
 
