@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import type { Browser, Page } from 'playwright-core';
 import { app } from './helpers/app.ts';
 import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
-import { buildPages, DEV_CONFIG_SCRIPT, serveHandler } from './helpers/pages.ts';
+import { buildPages, openSignedIn, serveHandler } from './helpers/pages.ts';
 import { ROOT } from './helpers/server.ts';
 
 const USER = 'funnel-user';
@@ -53,16 +53,7 @@ function register() {
     await server?.close();
   });
 
-  async function open(query: string, scheme: 'light' | 'dark' = 'light'): Promise<Page> {
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: scheme, bypassCSP: true, acceptDownloads: true });
-    ctx.setDefaultTimeout(15_000);
-    await ctx.route('**/assets/config.js', (route) => route.fulfill({ status: 200, contentType: 'application/javascript', body: DEV_CONFIG_SCRIPT }));
-    await ctx.addInitScript((user) => localStorage.setItem('service_idp_user_id', user), USER);
-    const page = await ctx.newPage();
-    await page.goto(`${server.url}/funnels/${query}`);
-    await page.locator('#app').waitFor({ state: 'visible' });
-    return page;
-  }
+  const open = (query: string, scheme: 'light' | 'dark' = 'light'): Promise<Page> => openSignedIn(browser, `${server.url}/funnels/${query}`, USER, scheme);
 
   const rows = (page: Page) => page.locator('.funnel-table tbody tr').evaluateAll((trs) =>
     trs.map((tr) => [...tr.querySelectorAll('th > span:first-child, td')].map((c) => c.textContent)));

@@ -13,7 +13,7 @@ import type { Browser, Page } from 'playwright-core';
 import type { Stats } from '../lib/stats.ts';
 import { app } from './helpers/app.ts';
 import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
-import { buildPages, DEV_CONFIG_SCRIPT, serveHandler } from './helpers/pages.ts';
+import { buildPages, openSignedIn, serveHandler } from './helpers/pages.ts';
 import { ROOT } from './helpers/server.ts';
 
 const OWNER = 'goals-owner';
@@ -83,16 +83,7 @@ function register() {
     await server?.close();
   });
 
-  async function open(query: string, user = OWNER, scheme: 'light' | 'dark' = 'light'): Promise<Page> {
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: scheme, bypassCSP: true, acceptDownloads: true });
-    ctx.setDefaultTimeout(15_000);
-    await ctx.route('**/assets/config.js', (route) => route.fulfill({ status: 200, contentType: 'application/javascript', body: DEV_CONFIG_SCRIPT }));
-    await ctx.addInitScript((u) => localStorage.setItem('service_idp_user_id', u), user);
-    const page = await ctx.newPage();
-    await page.goto(`${server.url}/dashboard/${query}`);
-    await page.locator('#app').waitFor({ state: 'visible' });
-    return page;
-  }
+  const open = (query: string, user = OWNER, scheme: 'light' | 'dark' = 'light'): Promise<Page> => openSignedIn(browser, `${server.url}/dashboard/${query}`, user, scheme);
 
   /** Each goal row's cells as shown: name, match, conversions, sessions, rate, change. */
   const rows = (page: Page) => page.locator('.goals-table tbody tr').evaluateAll((trs) =>

@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
 import { toNodeListener } from '../../lib/adapter/node.ts';
 import { ROOT } from './server.ts';
 
@@ -14,6 +15,21 @@ declare const Deno: unknown;
 export const DEV_CONFIG_SCRIPT = `window.WATCHTOWER_CONFIG = ${JSON.stringify({ mode: 'dev', issuer: '', clientId: '', publishableKey: '', scope: '' })};`;
 
 /** Builds the page bundles and the SDK, so a suite never runs against stale files (config.js is left alone). */
+/**
+ * A page of `url` in a fresh browser context, signed in in development mode as `user` (the dev
+ * client configuration served in place of config.js), once the page's app shows.
+ */
+export async function openSignedIn(browser: Browser, url: string, user: string, scheme: 'light' | 'dark' = 'light'): Promise<Page> {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: scheme, bypassCSP: true, acceptDownloads: true });
+  ctx.setDefaultTimeout(15_000);
+  await ctx.route('**/assets/config.js', (route) => route.fulfill({ status: 200, contentType: 'application/javascript', body: DEV_CONFIG_SCRIPT }));
+  await ctx.addInitScript((u) => localStorage.setItem('service_idp_user_id', u), user);
+  const page = await ctx.newPage();
+  await page.goto(url);
+  await page.locator('#app').waitFor({ state: 'visible' });
+  return page;
+}
+
 export function buildPages(): void {
   const node = typeof Deno !== 'undefined' ? 'node' : process.execPath;
   const scripts = ['scripts/build-pages.mjs', 'scripts/build-sdk.mjs'].filter((s) => existsSync(join(ROOT, s)));
