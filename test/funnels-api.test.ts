@@ -105,7 +105,7 @@ test('saved funnels: created by a member, listed newest first, audited, deleted;
   assert.is((await send('POST', path, { headers: OWNER, body: body('') })).status, 400);
   const second = (await (await send('POST', path, { headers: OWNER, body: body('Signup') })).json()).funnel;
   const listed = await (await send('GET', path, { headers: OWNER })).json();
-  assert.equal(listed.funnels.map((f: { id: string }) => f.id).sort(), [funnel.id, second.id].sort());
+  assert.equal(listed.funnels.map((f: { id: string }) => f.id), [second.id, funnel.id], 'newest first, even within one millisecond');
   const removed = await send('DELETE', `${path}/${funnel.id}`, { headers: OWNER });
   assert.is(removed.status, 200);
   assert.is((await removed.json()).funnel.id, funnel.id);

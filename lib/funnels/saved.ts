@@ -2,7 +2,7 @@
 // scope, as its members and share links are kept (lib/teams/kinds.ts), so a deleted project takes
 // them with it. Creating and deleting one is audited like the project's other changes.
 import { HttpError } from '../http.ts';
-import type { RecordStore } from '../records/types.ts';
+import { creationTime, type RecordStore } from '../records/types.ts';
 import { FUNNEL_KIND, listScoped, scopeOf } from '../teams/kinds.ts';
 import type { ProjectAccess, Teams } from '../teams/teams.ts';
 import { newPublicId } from '../teams/tokens.ts';
@@ -31,10 +31,13 @@ export function savedFunnels(records: RecordStore, teams: Teams, clock: () => nu
     async create(actor: ProjectAccess, body: unknown): Promise<SavedFunnel> {
       const input = parseSavedFunnel(body);
       const projectId = actor.project.id;
-      if ((await records.count(FUNNEL_KIND, scopeOf(projectId))) >= MAX_FUNNELS_PER_PROJECT) {
+      const existing = (await records.list<SavedFunnel>(FUNNEL_KIND, scopeOf(projectId))).map((r) => r.body.createdAt);
+      if (existing.length >= MAX_FUNNELS_PER_PROJECT) {
         throw new HttpError(409, 'too_many_funnels', `A project may have at most ${MAX_FUNNELS_PER_PROJECT} saved funnels`);
       }
-      const funnel: SavedFunnel = { id: newPublicId(), projectId, ...input, createdAt: new Date(clock()).toISOString(), createdBy: actor.userId };
+      // After the newest, so that two saved in one millisecond still list in the order they were made.
+      const createdAt = creationTime(clock(), existing);
+      const funnel: SavedFunnel = { id: newPublicId(), projectId, ...input, createdAt, createdBy: actor.userId };
       await records.put([{ kind: FUNNEL_KIND, id: recordId(projectId, funnel.id), userId: scopeOf(projectId), body: funnel }]);
       await teams.audit.add(projectId, actor.userId, 'funnel.created', { target: funnel.id, to: funnel.name });
       return funnel;

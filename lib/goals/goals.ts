@@ -4,7 +4,7 @@
 // reports last month too.
 import { HttpError } from '../http.ts';
 import { isPlainObject } from '../event.ts';
-import type { RecordStore } from '../records/types.ts';
+import { creationTime, type RecordStore } from '../records/types.ts';
 import { GOAL_KIND, scopeOf } from '../teams/kinds.ts';
 import type { ProjectAccess, Teams } from '../teams/teams.ts';
 import { newPublicId } from '../teams/tokens.ts';
@@ -29,7 +29,7 @@ export interface Goal {
 
 export interface Goals {
   create(actor: ProjectAccess, body: unknown): Promise<Goal>;
-  /** Oldest first; goals made in the same millisecond by name. */
+  /** In the order they were made (two instances making one in the same millisecond: by name). */
   list(projectId: string): Promise<Goal[]>;
   remove(actor: ProjectAccess, id: string): Promise<Goal>;
 }
@@ -63,8 +63,11 @@ export function createGoals(records: RecordStore, teams: Teams, clock: () => num
     async create(actor, body) {
       const fields = parseGoal(body);
       const projectId = actor.project.id;
-      if ((await list(projectId)).length >= MAX_GOALS_PER_PROJECT) throw new HttpError(409, 'too_many_goals', `A project may have at most ${MAX_GOALS_PER_PROJECT} goals`);
-      const goal: Goal = { id: newPublicId(), projectId, ...fields, createdAt: new Date(clock()).toISOString(), createdBy: actor.userId };
+      const existing = await list(projectId);
+      if (existing.length >= MAX_GOALS_PER_PROJECT) throw new HttpError(409, 'too_many_goals', `A project may have at most ${MAX_GOALS_PER_PROJECT} goals`);
+      // After the newest goal, so that goals list in the order they were made.
+      const createdAt = creationTime(clock(), existing.map((g) => g.createdAt));
+      const goal: Goal = { id: newPublicId(), projectId, ...fields, createdAt, createdBy: actor.userId };
       await records.put([{ kind: GOAL_KIND, id: goal.id, userId: scopeOf(projectId), body: goal }]);
       await teams.audit.add(projectId, actor.userId, 'goal.created', { target: goal.id, to: goal.name });
       return goal;
