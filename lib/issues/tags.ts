@@ -6,6 +6,7 @@
 // page everyone visits) stay, one-off values come and go, and the counts always add up to the
 // events that carried the tag.
 import { routeKey, UNKNOWN } from '../event-keys.ts';
+import { environmentOf as storedEnvironment } from '../event-fields.ts';
 
 export const TAG_NAMES = ['browser', 'os', 'device', 'release', 'environment', 'page', 'country'] as const;
 export type TagName = (typeof TAG_NAMES)[number];
@@ -13,8 +14,6 @@ export type TagName = (typeof TAG_NAMES)[number];
 export const TAG_VALUES = 20;
 /** Longest value kept: longer ones are cut, so that a hostile value cannot grow the issue. */
 export const TAG_VALUE_LENGTH = 80;
-/** Longest environment counted (what ingest keeps). */
-export const ENVIRONMENT_LENGTH = 64;
 
 /** One tag: `[value, events]` in the order first seen, and the events of values past the bound. */
 export interface TagCount {
@@ -38,11 +37,8 @@ export interface TaggedEvent {
 const text = (v: unknown, max = TAG_VALUE_LENGTH): string | null =>
   typeof v === 'string' && v !== '' ? v.slice(0, max) : null;
 
-/** An event's environment when it is a string of 1–64 characters, else null. */
-export function environmentOf(e: object): string | null {
-  const v = (e as { environment?: unknown }).environment;
-  return typeof v === 'string' && v !== '' && v.length <= ENVIRONMENT_LENGTH && !/[\u0000-\u001f]/.test(v) ? v : null;
-}
+/** An event's environment as ingest keeps it (lib/event-fields.ts), else null. */
+export const environmentOf = (e: object): string | null => storedEnvironment((e as { environment?: unknown }).environment);
 
 /** The tags of one event (absent: the event does not say). Pure. */
 export function eventTags(e: TaggedEvent): EventTags {

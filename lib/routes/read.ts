@@ -5,6 +5,7 @@ import { HttpError, json, type JsonReply } from '../http.ts';
 import { parseStatsQuery, parseUserSync } from '../schema.ts';
 import { readScope, requireUser, type Context } from '../context.ts';
 import type { StatsRange } from '../stats.ts';
+import { environmentOf, MAX_ENVIRONMENT } from '../event-fields.ts';
 import { ENVIRONMENT_STATS_BUDGET_MS, environmentStats, EnvironmentStatsTooLargeError } from '../environment-stats.ts';
 
 export async function stats(request: Request, ctx: Context): Promise<JsonReply> {
@@ -27,12 +28,12 @@ export async function stats(request: Request, ctx: Context): Promise<JsonReply> 
   }
 }
 
-/** `environment=`: a name as ingest keeps them (1-64 characters, no control characters); absent or empty: none. */
+/** `environment=`: a name as ingest keeps them (lib/event-fields.ts); absent or empty: none. */
 function environmentParam(params: URLSearchParams): string | undefined {
   const v = params.get('environment');
   if (v === null || v === '') return undefined;
-  if (v.length > 64 || /[\u0000-\u001f\u007f\u2028\u2029]/.test(v)) {
-    throw new HttpError(400, 'invalid_query', 'Query parameter "environment" must be an environment name of 1-64 characters without control characters');
+  if (environmentOf(v) !== v) {
+    throw new HttpError(400, 'invalid_query', `Query parameter "environment" must be an environment name as stored: 1-${MAX_ENVIRONMENT} characters, no control characters, no surrounding spaces`);
   }
   return v;
 }
