@@ -3,19 +3,16 @@
 // it in the URL, which a reload restores; the CSV download holds the same rows; a saved funnel is
 // listed and loads back; axe-core finds no serious or critical violation, light and dark.
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Browser, Page } from 'playwright-core';
 import { app } from './helpers/app.ts';
 import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
-import { buildPages, openSignedIn, serveHandler } from './helpers/pages.ts';
-import { ROOT } from './helpers/server.ts';
+import { buildPages, openSignedIn, seriousViolations, serveHandler } from './helpers/pages.ts';
 
 const USER = 'funnel-user';
 const SUITE_LIMIT_MS = 180_000;
 
-interface Violation { id: string; impact: string; help: string; nodes: { target: string[] }[] }
 
 if (browserSuiteRuns('Funnel browser tests')) register();
 
@@ -24,7 +21,6 @@ function register() {
   let server: { url: string; close(): Promise<void> };
   let projectId = '';
   let watchdog: ReturnType<typeof setTimeout> | undefined;
-  const axeSource = readFileSync(join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
 
   test.before(async () => {
     watchdog = setTimeout(() => {
@@ -110,13 +106,9 @@ function register() {
     test(`axe: the builder with a result (${scheme}) has no serious or critical violation`, async () => {
       const page = await open(query(), scheme);
       await page.locator('.funnel-table').waitFor();
-      await page.addScriptTag({ content: axeSource });
-      const found = (await page.evaluate(async () => {
-        const axe = (window as unknown as { axe: { run(ctx: Document, opts: object): Promise<{ violations: Violation[] }> } }).axe;
-        return (await axe.run(document, { resultTypes: ['violations'] })).violations;
-      })).filter((v) => v.impact === 'serious' || v.impact === 'critical');
+      const found = await seriousViolations(page);
       await page.context().close();
-      assert.equal(found.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), []);
+      assert.equal(found, []);
     });
   }
 

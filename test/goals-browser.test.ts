@@ -6,22 +6,19 @@
 // project without goals says how to add one; axe-core finds no serious or critical violation,
 // light and dark.
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Browser, Page } from 'playwright-core';
 import type { Stats } from '../lib/stats.ts';
 import { app } from './helpers/app.ts';
 import { browserSuiteRuns, launchChromium } from './helpers/browser.ts';
-import { buildPages, openSignedIn, serveHandler } from './helpers/pages.ts';
-import { ROOT } from './helpers/server.ts';
+import { buildPages, openSignedIn, seriousViolations, serveHandler } from './helpers/pages.ts';
 
 const OWNER = 'goals-owner';
 const VIEWER = 'goals-viewer';
 const DAY = 86_400_000;
 const SUITE_LIMIT_MS = 180_000;
 
-interface Violation { id: string; impact: string; help: string; nodes: { target: string[] }[] }
 
 if (browserSuiteRuns('Goals browser tests')) register();
 
@@ -32,7 +29,6 @@ function register() {
   let projectId = '';
   let emptyId = '';
   let watchdog: ReturnType<typeof setTimeout> | undefined;
-  const axeSource = readFileSync(join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8');
   const as = (user: string) => ({ 'x-idp-user-id': user });
 
   test.before(async () => {
@@ -161,13 +157,9 @@ function register() {
     test(`axe: the dashboard with the Goals panel and its form (${scheme}) has no serious or critical violation`, async () => {
       const page = await open(`?range=7d&project=${projectId}`, OWNER, scheme);
       await compared(page);
-      await page.addScriptTag({ content: axeSource });
-      const found = (await page.evaluate(async () => {
-        const axe = (window as unknown as { axe: { run(ctx: Document, opts: object): Promise<{ violations: Violation[] }> } }).axe;
-        return (await axe.run(document, { resultTypes: ['violations'] })).violations;
-      })).filter((v) => v.impact === 'serious' || v.impact === 'critical');
+      const found = await seriousViolations(page);
       await page.context().close();
-      assert.equal(found.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), []);
+      assert.equal(found, []);
     });
   }
 

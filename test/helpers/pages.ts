@@ -1,7 +1,7 @@
 // The served pages for browser suites: a fresh build of the page bundles and the SDK, and the fetch
 // handler on a real HTTP server on 127.0.0.1 when a suite needs its own store and clock.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -28,6 +28,19 @@ export async function openSignedIn(browser: Browser, url: string, user: string, 
   await page.goto(url);
   await page.locator('#app').waitFor({ state: 'visible' });
   return page;
+}
+
+interface Violation { id: string; impact: string; help: string; nodes: { target: string[] }[] }
+let axeSource: string | undefined;
+
+/** axe's serious and critical violations on the page as it is, one line each (id, help, targets). */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ content: (axeSource ??= readFileSync(join(ROOT, 'node_modules/axe-core/axe.min.js'), 'utf8')) });
+  const found = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(ctx: Document, opts: object): Promise<{ violations: Violation[] }> } }).axe;
+    return (await axe.run(document, { resultTypes: ['violations'] })).violations;
+  });
+  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
 }
 
 export function buildPages(): void {
