@@ -76,9 +76,12 @@ export function ownerReads(sql: postgres.Sql) {
 
   /**
    * readEvents over one owner's days. A compaction that moves a day's rows into blocks between the
-   * read of the days and the read of the rows would hide them from the answer: if a closed day
-   * read still had rows, its `moved` count is read again after, and the whole read done again
-   * with the days as they now are if it changed (a day is moved once, so once is enough).
+   * read of the days and the read of the rows would hide them from the answer: after the reads, the
+   * `moved` counts of the closed days still read as rows are read again, and the whole read done
+   * again with the days as they now are while one changed. Compaction moves closed days one after
+   * another, so a read again can meet the next day's move: it is checked as the first was. Each
+   * pass that goes on saw a day move, which happens about once a day's life, so the passes are
+   * bounded by the days; a cap keeps a pathological run of late inserts from looping.
    */
   const readOwner: OwnerRead = async (userId, days, order, want, keys, rows, blocks, options) => {
     // Blocks of the days asked for only (a span of days can reach over days a caller reads
@@ -90,15 +93,18 @@ export function ownerReads(sql: postgres.Sql) {
     const chosen = (of: EventBlock[]) =>
       sql`b.user_id = ${col(userId)} and b.day = any(${pgArray(of.map((b) => b.day))}::int4[]) and b.first_seq = any(${pgArray(of.map((b) => b.first))}::int8[])`;
     const reads = { rows, blocksOf, blocks: (of: EventBlock[], keys: string[]) => blocks(chosen(of), keys) };
-    const got = await readEvents(days, order, want, keys, reads, options);
-    const today = Math.floor(Date.now() / DAY_MS);
-    const movable = days.filter((d) => d.day < today && d.events > (d.moved ?? 0));
-    if (!movable.length) return got;
-    const now = new Map((await sql<{ day: number; moved: number }[]>`
-      select day, moved::float8 as moved from watchtower_event_days
-      where user_id = ${col(userId)} and day = any(${pgArray(movable.map((d) => d.day))}::int4[])`).map((r) => [r.day, r.moved]));
-    if (movable.every((d) => (now.get(d.day) ?? d.moved ?? 0) === (d.moved ?? 0))) return got;
-    return readEvents(days.map((d) => ({ ...d, moved: now.get(d.day) ?? d.moved })), order, want, keys, reads, options);
+    let current = days;
+    for (let pass = 0; ; pass++) {
+      const got = await readEvents(current, order, want, keys, reads, options);
+      const today = Math.floor(Date.now() / DAY_MS);
+      const movable = current.filter((d) => d.day < today && d.events > (d.moved ?? 0));
+      if (!movable.length || pass > days.length + 2) return got;
+      const now = new Map((await sql<{ day: number; moved: number }[]>`
+        select day, moved::float8 as moved from watchtower_event_days
+        where user_id = ${col(userId)} and day = any(${pgArray(movable.map((d) => d.day))}::int4[])`).map((r) => [r.day, r.moved]));
+      if (movable.every((d) => (now.get(d.day) ?? d.moved ?? 0) === (d.moved ?? 0))) return got;
+      current = current.map((d) => ({ ...d, moved: now.get(d.day) ?? d.moved }));
+    }
   };
 
   /** The newest `want` events of a filter (before a seq, if given), newest first. */
