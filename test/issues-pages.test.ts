@@ -285,15 +285,46 @@ function register() {
     assert.ok(await library.first().isVisible());
 
     await page.click('[data-nav="older"]');
-    await page.waitForURL(/event=/);
+    await page.waitForURL(/before=/);
     await page.waitForSelector('[data-nav="newer"]:not([disabled])');
     assert.is(await page.locator('tr[data-event][aria-current="true"] td').nth(1).textContent(), 'TypeError: total is NaN');
-    assert.is(await page.locator('tr[data-event][aria-current="true"]').getAttribute('data-event'), new URL(page.url()).searchParams.get('event'));
+    assert.is(await page.locator('tr[data-event][aria-current="true"] td').nth(2).textContent(), '4.1.0');
     await page.click('[data-nav="older"]');
     await page.waitForSelector('[data-nav="older"][disabled]');
     assert.is(await page.locator('tr[data-event][aria-current="true"] td').nth(2).textContent(), '4.0.0', 'the oldest: first release');
     await page.click('[data-nav="newer"]');
     await page.waitForSelector('[data-nav="older"]:not([disabled])');
+    await page.close();
+    noProblems();
+  });
+
+  test('Issues: older and newer go past the 10 latest events, to the issue\'s first one and back', async () => {
+    const message = 'RangeError: stock below zero';
+    for (let i = 0; i < 14; i++) {
+      const events = [{ type: 'error', message, data: { stack: `${message}\n    at reserve (https://shop.example.com/assets/app.js:5:5)` }, route: `/item/${i}` }];
+      const res = await handler(new Request(`${base}/api/events`, { method: 'POST', headers: { 'x-idp-user-id': 'pat', 'content-type': 'application/json' }, body: JSON.stringify({ events }) }));
+      assert.is(res.status, 200);
+    }
+    await handler.monitor.flush();
+    const page = await context.newPage();
+    await page.goto(`${base}/issues/?query=stock`);
+    await page.click('tr[data-issue] a');
+    await page.waitForSelector('nav.event-nav');
+    assert.is(await page.locator('tr[data-event]').count(), 10, 'the table lists the 10 latest');
+    const shownRoute = () => page.locator('.event-nav .err-meta').textContent();
+    for (let i = 12; i >= 0; i--) {
+      await page.click('[data-nav="older"]');
+      await page.waitForFunction((n) => document.querySelector('.event-nav .err-meta')?.textContent?.startsWith(n), i < 4 ? 'An older event of 14' : `Event ${i + 1} of 14`);
+    }
+    assert.ok(await page.locator('[data-nav="older"]').isDisabled(), 'the first event: nothing older');
+    // The breadcrumbs panel ends with the shown error, and the Page column is not there: check the route via the API answer.
+    const before = new URL(page.url()).searchParams.get('before')!;
+    const shown = await (await api(`/api/issues/${new URL(page.url()).searchParams.get('id')}?before=${before}`)).json();
+    assert.is(shown.latestEvent.route, '/item/0');
+    await page.click('[data-nav="newer"]');
+    await page.waitForFunction(() => document.querySelector('.event-nav .err-meta')?.textContent?.startsWith('An older event of 14'));
+    assert.ok(await page.locator('[data-nav="older"]').isEnabled());
+    assert.match((await shownRoute())!, /of 14/);
     await page.close();
     noProblems();
   });

@@ -146,6 +146,30 @@ for (const seed of [1, 7, 42]) {
   });
 }
 
+for (const seed of [3, 11]) {
+  test(`seed ${seed}: late events of older days (stored after newer days were grouped) count in those days' distinct sessions and users`, async () => {
+    const made = makeEvents(seed, 3000);
+    // Batches in a shuffled order: each day's events keep coming after later days closed it.
+    const batches: typeof made[] = [];
+    for (let i = 0; i < made.length; i += 100) batches.push(made.slice(i, i + 100));
+    const r = random(seed);
+    for (let i = batches.length - 1; i > 0; i--) {
+      const j = r.int(i + 1);
+      [batches[i], batches[j]] = [batches[j], batches[i]];
+    }
+    const records = createMemoryRecords();
+    const source = createMemoryStore({ capacity: 100_000 });
+    await processorOn(records, source).drain();
+    for (const batch of batches) {
+      await source.insert(batch.map((m) => m.event));
+      // Grouped batch by batch, as they come; every other time by a new processor (a restart).
+      await processorOn(records, source).drain();
+    }
+    // In the order grouped: which tag value gives its place depends on it.
+    check(await new RecordIssueStore(records).listIssues('owner-1', T0 + 5 * 86_400_000), batches.flat(), seed);
+  });
+}
+
 test('a write that fails mid-way, then a new processor from the stored progress: the same distributions, each event counted once', async () => {
   const made = makeEvents(99, 4000);
   const records = createMemoryRecords();

@@ -5,9 +5,11 @@
 // acknowledged error is counted in exactly one issue, once. Ingestion only pushes the events it
 // stored: page loads and errors for the recent metrics of alert rules, and a nudge to read soon.
 import type { StoredEvent } from '../event.ts';
-import type { RecordStore } from '../records/types.ts';
+import type { RecordStore, StoredRecord } from '../records/types.ts';
+import { changedDayRecords, closedCandidates, loadClosedDays } from './day-records.ts';
 import { eventFrames, groupEvent, type Grouping } from './fingerprint.ts';
 import { FEED_LIMITS, IssueFeed, type ErrorSource, type FeedLimits, type Taken } from './feed.ts';
+import { addPositions } from './positions.ts';
 import { loadProgress, progressRecords } from './progress.ts';
 import { OVERFLOW_FINGERPRINT, type RecordIssueStore } from './records.ts';
 import { SourceMapCache, type SourceMapLookup, symbolicate, type SymbolicatedFrame } from './sourcemap.ts';
@@ -105,7 +107,7 @@ const overflowGrouping = (limit: number): Grouping => ({
   culprit: null,
 } as Grouping);
 
-interface IssueGroup { owner: string; events: { event: StoredEvent; grouping: Grouping }[] }
+interface IssueGroup { owner: string; events: { event: StoredEvent; grouping: Grouping; seq: number }[] }
 
 export class IssueProcessor {
   /** Errors whose grouping failed (counted nowhere), and errors counted in an overflow issue. */
@@ -248,8 +250,8 @@ export class IssueProcessor {
     const grouped = new Map<string, { grouping: Grouping; id: string }>();
     const byIssue = new Map<string, IssueGroup>();
     const pace = pacer(WORK_SLICE_MS);
-    for (const { owner, events } of slice) {
-      for (const event of events) {
+    for (const { owner, events, seqs } of slice) {
+      for (const [at, event] of events.entries()) {
         await pace();
         try {
           const key = sameErrorKey(event);
@@ -260,7 +262,7 @@ export class IssueProcessor {
           }
           let group = byIssue.get(known.id);
           if (!group) byIssue.set(known.id, (group = { owner, events: [] }));
-          group.events.push({ event, grouping: known.grouping });
+          group.events.push({ event, grouping: known.grouping, seq: seqs[at] });
         } catch (e) {
           this.failed++;
           this.options.onError?.(e, event);
@@ -271,16 +273,23 @@ export class IssueProcessor {
       const { issues } = this.options;
       const out: { issue: Issue; transitions: Transitioned[]; firstIn: Transitioned[] }[] = [];
       const created: Issue[] = [];
-      for (const { current, events } of (await this.withinLimit(byIssue)).values()) {
+      // Written with the issues: the positions of their errors and the counters of closed days.
+      const also: StoredRecord[] = [];
+      for (const [id, { owner, current, events }] of await this.withinLimit(byIssue)) {
         await pace();
-        const applied = applyEvents(current, events.map(({ event, grouping }) => ({ event: issueEventOf(event, grouping), now: Date.parse(event.receivedAt) })));
+        const days = closedCandidates(current?.activity, events.map(({ event }) => event.receivedAt.slice(0, 10)));
+        const closed = await loadClosedDays(this.options.records, owner, id, days);
+        const applied = applyEvents(current, events.map(({ event, grouping }) => ({ event: issueEventOf(event, grouping), now: Date.parse(event.receivedAt) })), closed);
+        const { positions, records } = addPositions(id, owner, applied.issue.positions, events.map((e) => e.seq).sort((a, b) => a - b));
+        applied.issue.positions = positions;
+        also.push(...records, ...changedDayRecords(owner, id, closed));
         if (!current) created.push(applied.issue);
         out.push(applied);
       }
       feed.applied(slice);
       const { through } = feed.checkpoint();
       const owners = slice.map((t): [string, number] => [t.owner, feed.doneOf(t.owner) || t.seqs[t.seqs.length - 1]]);
-      await issues.commit(out.map((c) => c.issue), progressRecords(through, owners), created);
+      await issues.commit(out.map((c) => c.issue), [...also, ...progressRecords(through, owners)], created);
       return out;
     });
     // Alerts describe the issue as it stands after the slice (its count includes the burst).
@@ -308,7 +317,7 @@ export class IssueProcessor {
         else {
           target = issueId(group.owner, events[0].event.projectId ?? null, OVERFLOW_FINGERPRINT);
           const grouping = overflowGrouping(issues.perOwner);
-          events = events.map(({ event }) => ({ event, grouping }));
+          events = events.map(({ event, seq }) => ({ event, grouping, seq }));
           this.overflowed += events.length;
           current = out.get(target)?.current ?? (await issues.getIssue(group.owner, target));
         }

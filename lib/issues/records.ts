@@ -3,6 +3,8 @@
 // the sqlite companion file, the PostgreSQL table). Events nobody owns have no issues: nobody could
 // read them.
 import type { RecordStore, StoredRecord } from '../records/types.ts';
+import { deleteDayRecords } from './day-records.ts';
+import { deletePositions } from './positions.ts';
 import type { Issue } from './state.ts';
 
 export const ISSUE_KIND = 'issue';
@@ -77,7 +79,12 @@ export class RecordIssueStore {
       const room = issue.fingerprint === OVERFLOW_FINGERPRINT || counted++ < this.perOwner;
       (issue.lastSeen >= cutoff && room ? kept : expired).push(issue);
     }
-    for (const issue of expired) await this.records.delete(ISSUE_KIND, issue.id, owner);
+    for (const issue of expired) {
+      await this.records.delete(ISSUE_KIND, issue.id, owner);
+      // What was kept beside it: the positions of its events and its closed days' counters.
+      await deletePositions(this.records, owner, issue.id, issue.positions);
+      await deleteDayRecords(this.records, owner, issue.id, issue.activity);
+    }
     if (expired.length) this.counts.delete(owner);
     return kept;
   }

@@ -2,10 +2,11 @@
 // values, so every store can persist an issue as it is (one JSON document per issue).
 import { HttpError } from '../http.ts';
 import { fnv1a64 } from './hash.ts';
-import { addActivity, copyActivity, emptyActivity, type IssueActivity, publicActivity } from './activity.ts';
+import { addActivity, type ClosedDays, copyActivity, emptyActivity, type IssueActivity, publicActivity } from './activity.ts';
 import { addHashed, emptySessions, hashId, type SessionCount } from './sessions.ts';
 import { addTags, copyTags, type EventTags, eventTags, eventUser, hasTag, type IssueTags, publicTags, type TaggedEvent } from './tags.ts';
 import { isLaterVersion } from './version.ts';
+import type { IssuePositions } from './positions.ts';
 
 export type IssueStatus = 'unresolved' | 'resolved' | 'ignored';
 /** For unresolved issues: `new` until seen on two UTC days, then `ongoing`; `regressed` after a resolve was broken. */
@@ -44,6 +45,8 @@ export interface Issue {
   lastEventId: string;
   /** The latest events, `[id, receive time]`, newest first, at most RECENT_EVENTS: what an issue page shows. */
   recentEvents: [string, string][];
+  /** Where its events are in the event store, for walking them all (lib/issues/positions.ts); absent before grouping kept it. */
+  positions?: IssuePositions;
   /** When the status last changed by hand, and who resolved it in which version. */
   statusChangedAt: string | null;
   resolvedAt: string | null;
@@ -136,9 +139,11 @@ export function applyEvent(issue: Issue | null, event: IssueEvent, now: number):
  * Returns the issue after the last event and each transition with the receive time (ms) and
  * environment of the event that caused it (at most one `new`, then at most one `regression` per
  * resolve); `firstIn` has a `new` for each event that was the issue's first in its environment (as
- * far as the environments counted in its tags tell), for alert rules that watch one environment. Pure.
+ * far as the environments counted in its tags tell), for alert rules that watch one environment.
+ * `closed`: counters of the issue's closed days (activity.ts) that late events update, and that days
+ * closing now are put in; the caller stores the changed ones. Pure but for `closed`.
  */
-export function applyEvents(issue: Issue | null, events: readonly { event: IssueEvent; now: number }[]): { issue: Issue; transitions: Transitioned[]; firstIn: Transitioned[] } {
+export function applyEvents(issue: Issue | null, events: readonly { event: IssueEvent; now: number }[], closed?: ClosedDays): { issue: Issue; transitions: Transitioned[]; firstIn: Transitioned[] } {
   if (events.length === 0) {
     if (issue === null) throw new TypeError('applyEvents needs an issue or an event');
     return { issue, transitions: [], firstIn: [] };
@@ -169,7 +174,7 @@ export function applyEvents(issue: Issue | null, events: readonly { event: Issue
     const { event, now } = events[i];
     const environment = environmentOf(event);
     const fresh = environment !== null && !hasTag(next.tags, 'environment', environment) && !next.tags?.environment?.other;
-    if (step(next, event, now)) transitions.push({ transition: 'regression', at: now, environment });
+    if (step(next, event, now, closed)) transitions.push({ transition: 'regression', at: now, environment });
     // Counted now (step added it); a value past the tag's bound is never known, so never announced.
     if (fresh && hasTag(next.tags, 'environment', environment)) firstIn.push({ transition: 'new', at: now, environment });
   }
@@ -213,7 +218,7 @@ function created(event: IssueEvent, at: string): Issue {
 }
 
 /** One event on the working copy (mutated); true when it regressed the issue. */
-function step(next: Issue, event: IssueEvent, now: number): boolean {
+function step(next: Issue, event: IssueEvent, now: number, closed?: ClosedDays): boolean {
   const at = new Date(now).toISOString();
   const latest = at >= next.lastSeen;
   if (latest) {
@@ -231,7 +236,7 @@ function step(next: Issue, event: IssueEvent, now: number): boolean {
   next.users ??= emptySessions();
   if (user) next.users = addHashed(next.users, user);
   if (event.tags) addTags((next.tags ??= {}), event.tags);
-  addActivity((next.activity ??= emptyActivity()), at.slice(0, 10), session, user, DAILY_DAYS);
+  addActivity((next.activity ??= emptyActivity()), at.slice(0, 10), session, user, DAILY_DAYS, closed);
   if (event.version) addVersion(next.versions, event.version, latest);
   addDay(next.daily, at.slice(0, 10));
   addRecent(next.recentEvents, event.id, at);
@@ -298,7 +303,7 @@ function addRecent(recent: [string, string][], id: string, at: string): void {
  * tags by count, distinct sessions and users per day, the first and last release.
  */
 export function publicIssue(issue: Issue) {
-  const { sessions, users, tags, activity, ...rest } = issue;
+  const { sessions, users, tags, activity, positions: _positions, ...rest } = issue;
   const daily = publicActivity(activity);
   return {
     ...rest,

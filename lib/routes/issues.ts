@@ -1,11 +1,14 @@
-// GET /api/issues, GET /api/issues/:id, PATCH /api/issues/:id (docs/api.md#issues).
+// GET /api/issues, GET /api/issues/:id, GET /api/issues/:id/events, PATCH /api/issues/:id (docs/api.md#issues).
 import { parseJson, readBody } from '../body.ts';
 import type { StoredEvent } from '../event.ts';
 import { HttpError, json, type JsonReply } from '../http.ts';
 import { eventFrames } from '../issues/fingerprint.ts';
+import { issueEventsBelow, newerPosition, positionOf } from '../issues/issue-events.ts';
 import { symbolicate } from '../issues/sourcemap.ts';
 import { byStatus, parseIssueQuery, selects, sortIssues } from '../issues/search.ts';
-import { type Issue, parseStatusChange, publicIssue, setStatus } from '../issues/state.ts';
+import { type Issue, parseStatusChange, publicIssue, RECENT_EVENTS, setStatus } from '../issues/state.ts';
+import { decodeCursor, encodeCursor } from '../store/cursor.ts';
+import { InvalidCursorError } from '../store/types.ts';
 import type { Action } from '../teams/access.ts';
 import { readScope, requireUser, type Context, type RouteRequest } from '../context.ts';
 
@@ -31,7 +34,7 @@ export async function listIssues(request: Request, ctx: Context): Promise<JsonRe
  * The issue asked for and whose it is: the user's own, or with `?project=<id>` one of a project the
  * user may do `action` on (its events' owner's, in that project); anything else 404.
  */
-async function ownIssue(request: RouteRequest, ctx: Context, action: Action): Promise<{ userId: string; owner: string; issue: Issue }> {
+export async function ownIssue(request: RouteRequest, ctx: Context, action: Action): Promise<{ userId: string; owner: string; issue: Issue }> {
   const userId = await requireUser(ctx, request);
   const id = request.params.id;
   const params = new URL(request.url).searchParams;
@@ -42,32 +45,62 @@ async function ownIssue(request: RouteRequest, ctx: Context, action: Action): Pr
   return { userId, owner, issue };
 }
 
+/** A `before` query parameter as a position; 400 invalid_cursor for one no store wrote. */
+export function beforeParam(params: URLSearchParams): number | undefined {
+  const text = params.get('before');
+  if (text === null) return undefined;
+  try {
+    return decodeCursor(text);
+  } catch (e) {
+    if (e instanceof InvalidCursorError) throw new HttpError(400, 'invalid_cursor', e.message);
+    throw e;
+  }
+}
+
 /**
- * The issue, one of its recent events (the latest, or `?event=<id>`) with its frames symbolicated by
- * the maps uploaded now and the ids of the events before and after it, its recent events and status
- * history. An `event` that is not among the issue's recent events still in the store is a 404.
+ * The issue, one of its events with its frames symbolicated by the maps uploaded now, its recent
+ * events and status history. The event shown: the latest; `?event=<id>`, one of the recent events
+ * (another is a 404); or `?before=<cursor>`, the newest of all its stored events before that
+ * position, with the cursors that show the older and the newer one (olderCursor, newerCursor).
  */
 export async function getIssue(request: RouteRequest, ctx: Context): Promise<JsonReply> {
   const { owner, issue } = await ownIssue(request, ctx, 'read');
-  const wanted = new URL(request.url).searchParams.get('event');
+  const params = new URL(request.url).searchParams;
+  const wanted = params.get('event');
   if (wanted !== null && (wanted === '' || wanted.length > 128)) throw new HttpError(400, 'invalid_query', 'Query parameter "event" must be an event id of this issue');
+  const before = beforeParam(params);
+  if (wanted !== null && before !== undefined) throw new HttpError(400, 'invalid_query', 'Query parameters "event" and "before" cannot be used together');
   const events = await recentEvents(ctx, owner, issue);
-  const shown = wanted !== null
-    ? events.find((e) => e.id === wanted) ?? null
-    : events.find((e) => e.id === issue.lastEventId) ?? events[0] ?? null;
-  if (wanted !== null && shown === null) throw new HttpError(404, 'not_found', `No event ${wanted} among the recent events of issue ${issue.id}`);
+  let shown: StoredEvent | null;
+  let seq: number | null = null;
+  if (before !== undefined) {
+    const found = (await issueEventsBelow(ctx.store, ctx.records, owner, issue, before, 1)).events[0];
+    if (!found) throw new HttpError(404, 'not_found', `No event of issue ${issue.id} is stored before that cursor`);
+    [shown, seq] = [found.event, found.seq];
+  } else {
+    shown = wanted !== null
+      ? events.find((e) => e.id === wanted) ?? null
+      : events.find((e) => e.id === issue.lastEventId) ?? events[0] ?? null;
+    if (wanted !== null && shown === null) throw new HttpError(404, 'not_found', `No event ${wanted} among the recent events of issue ${issue.id}`);
+    if (shown) seq = await positionOf(ctx.store, ctx.records, owner, issue, shown.id, 2 * RECENT_EVENTS);
+  }
   const reported = shown ? eventFrames(shown) : [];
   const frames = shown
     ? await symbolicate(reported, shown.deployVersion, ctx.monitor.sourceMaps.lookup(owner, shown.projectId ?? null), { cache: ctx.monitor.processor.cache })
     : [];
   // Events are newest first: the next (newer) one is before it in the list, the previous (older) after.
-  const at = shown ? events.indexOf(shown) : -1;
+  const at = shown ? events.findIndex((e) => e.id === shown.id) : -1;
+  const older = seq === null ? null : (await issueEventsBelow(ctx.store, ctx.records, owner, issue, seq, 1)).events[0] ?? null;
+  const newer = seq === null ? null : await newerPosition(ctx.store, ctx.records, owner, issue, seq);
   const history = issue.project === null ? [] : (await ctx.teams.audit.list(issue.project, issue.id)).filter((e) => e.action === 'issue.status_changed');
   return json({
     issue: publicIssue(issue),
     latestEvent: shown,
     previousEventId: at >= 0 && at + 1 < events.length ? events[at + 1].id : null,
     nextEventId: at > 0 ? events[at - 1].id : null,
+    // A cursor shows the newest event below it: the older one is below the shown one's position.
+    olderCursor: older ? encodeCursor(seq!) : null,
+    newerCursor: newer === null ? null : encodeCursor(newer + 1),
     frames,
     events,
     history,

@@ -12,6 +12,7 @@ import { acceptInvitation, createInvitation, listInvitations, revokeInvitation, 
 import { createShare, listShares, revokeShare, sharedStatsRoute } from './shares.ts';
 import { createGoal, deleteGoal, listGoals } from './goals.ts';
 import { createAlert, deleteAlert, listAlerts, testAlert, updateAlert } from './alerts.ts';
+import { listIssueEvents } from './issue-events.ts';
 import { getIssue, listIssues, patchIssue } from './issues.ts';
 import { createFunnel, deleteFunnel, listFunnels, queryFunnel } from './funnels.ts';
 import { deleteSourceMap, listSourceMaps, uploadSourceMap } from './sourcemaps.ts';
@@ -36,6 +37,7 @@ export function apiRouter(base: string) {
     .post('/api/developer/query', query)
     .get('/api/issues', listIssues)
     .get('/api/issues/:id', getIssue)
+    .get('/api/issues/:id/events', listIssueEvents)
     .patch('/api/issues/:id', patchIssue)
     .post('/api/projects/:id/sourcemaps', uploadSourceMap)
     .get('/api/projects/:id/sourcemaps', listSourceMaps)

@@ -137,17 +137,26 @@ function projectParam(join: '?' | '&'): string {
   return project ? `${join}project=${encodeURIComponent(project)}` : '';
 }
 
+function eventChoice(): EventChoice {
+  const event = params.get('event'), before = params.get('before');
+  return before ? { before } : event ? { event } : null;
+}
+
 interface StatusChange { at: string; actor: string; from?: string | null; to?: string | null }
 
-async function showIssue(id: string, eventId: string | null): Promise<void> {
-  const r = await api(`/api/issues/${encodeURIComponent(id)}${projectParam('?')}${eventId ? `${params.get('project') ? '&' : '?'}event=${encodeURIComponent(eventId)}` : ''}`);
+/** Which event the issue page shows: one of the recent ones by id, or the newest before a cursor. */
+type EventChoice = { event: string } | { before: string } | null;
+
+async function showIssue(id: string, choice: EventChoice): Promise<void> {
+  const query = choice === null ? '' : 'event' in choice ? `event=${encodeURIComponent(choice.event)}` : `before=${encodeURIComponent(choice.before)}`;
+  const r = await api(`/api/issues/${encodeURIComponent(id)}${projectParam('?')}${query ? `${params.get('project') ? '&' : '?'}${query}` : ''}`);
   if (r.status === 404) {
     root.replaceChildren(el('p', { class: 'problem', text: 'No such issue.' }), el('a', { text: 'All issues', attrs: { href: '/issues/' } }));
     return;
   }
   if (!r.ok) throw new Error(await problemOf(r));
-  const { issue, latestEvent, previousEventId = null, nextEventId = null, frames, events, history = [] } = (await r.json()) as {
-    issue: ShownIssue; latestEvent: StoredEvent | null; previousEventId?: string | null; nextEventId?: string | null;
+  const { issue, latestEvent, olderCursor = null, newerCursor = null, frames, events, history = [] } = (await r.json()) as {
+    issue: ShownIssue; latestEvent: StoredEvent | null; olderCursor?: string | null; newerCursor?: string | null;
     frames: SymbolicatedFrame[]; events: StoredEvent[]; history?: StatusChange[];
   };
   // The project's name, from the projects this user may see (own and shared); its id otherwise.
@@ -163,7 +172,7 @@ async function showIssue(id: string, eventId: string | null): Promise<void> {
       notice.hidden = false;
       return;
     }
-    await showIssue(id, eventId);
+    await showIssue(id, choice);
   };
   const button = (text: string, action: string, body: Record<string, unknown>, primary = false) => {
     const b = el('button', { text, class: primary ? 'primary' : undefined, attrs: { type: 'button', 'data-action': action } });
@@ -202,7 +211,7 @@ async function showIssue(id: string, eventId: string | null): Promise<void> {
       el('ol', { class: 'status-history' }, ...history.map((h) => el('li', { text: `${formatTime(h.at)} · ${h.actor}: ${h.from ?? '—'} → ${h.to ?? '—'}` }))))] : []),
     activityPanel(issue),
     tagsPanel(issue),
-    eventNav(id, latestEvent, events, previousEventId, nextEventId),
+    eventNav(id, issue.count, latestEvent, events, olderCursor, newerCursor),
     el('section', { class: 'panel', attrs: { 'aria-labelledby': 'h-stack' } },
       el('h2', { text: 'Stack trace (this event)', attrs: { id: 'h-stack' } }),
       frames.length ? stackList(frames, frameItem) : el('p', { class: 'empty', text: 'This event has no stack trace, or it is no longer stored.' })),
@@ -223,16 +232,22 @@ async function showIssue(id: string, eventId: string | null): Promise<void> {
 
 const eventHref = (id: string, eventId: string) => `?id=${encodeURIComponent(id)}&event=${encodeURIComponent(eventId)}${projectParam('&')}`;
 
-/** Which of the issue's recent events is shown, and links to the older and newer one. */
-function eventNav(id: string, shown: StoredEvent | null, events: StoredEvent[], previous: string | null, next: string | null): HTMLElement {
+const cursorHref = (id: string, before: string) => `?id=${encodeURIComponent(id)}&before=${encodeURIComponent(before)}${projectParam('&')}`;
+
+/**
+ * Which event is shown, and links to the older and the newer one: they walk every stored event of
+ * the issue (by the cursors the API gives), not only the recent ones listed below.
+ */
+function eventNav(id: string, count: number, shown: StoredEvent | null, events: StoredEvent[], older: string | null, newer: string | null): HTMLElement {
   const step = (text: string, to: string | null, rel: string) => to
-    ? el('a', { class: 'button-link', text, attrs: { href: eventHref(id, to), 'data-nav': rel } })
+    ? el('a', { class: 'button-link', text, attrs: { href: cursorHref(id, to), 'data-nav': rel } })
     : el('button', { text, attrs: { type: 'button', disabled: '', 'data-nav': rel } });
   const at = shown ? events.findIndex((e) => e.id === shown.id) : -1;
+  const which = at >= 0 ? `Event ${count - at} of ${fmt.format(count)}` : `An older event of ${fmt.format(count)}`;
   return el('nav', { class: 'event-nav', attrs: { 'aria-label': 'Events of this issue' } },
-    step('← Older', previous, 'older'),
-    el('span', { class: 'err-meta', text: shown ? `Event ${events.length - at} of the latest ${events.length} · ${formatTime(shown.receivedAt)}${shown.environment && typeof shown.environment === 'string' ? ` · ${shown.environment}` : ''}` : 'No event of this issue is stored any more.' }),
-    step('Newer →', next, 'newer'));
+    step('← Older', older, 'older'),
+    el('span', { class: 'err-meta', text: shown ? `${which} · ${formatTime(shown.receivedAt)}${shown.environment && typeof shown.environment === 'string' ? ` · ${shown.environment}` : ''}` : 'No event of this issue is stored any more.' }),
+    step('Newer →', newer, 'newer'));
 }
 
 /** A breadcrumb as the SDKs attach them to errors (README, "Captured automatically"). */
@@ -281,5 +296,5 @@ function frameItem(f: SymbolicatedFrame): HTMLElement {
 // Last, once every declaration above is initialised (the module awaits at its top level).
 if (await signedIn('issues')) {
   const id = params.get('id');
-  await (id ? showIssue(id, params.get('event')) : showList()).then(showPage, (err) => showFailure('Issues', err));
+  await (id ? showIssue(id, eventChoice()) : showList()).then(showPage, (err) => showFailure('Issues', err));
 }

@@ -96,6 +96,7 @@ export const ENDPOINTS: Endpoint[] = [
   { method: 'POST', path: (_w, id) => `/api/developer/query?project=${id}`, body: () => ({ groupBy: ['type'] }), least: 'viewer', ok: 200 },
   { method: 'GET', path: (_w, id) => `/api/issues?project=${id}`, least: 'viewer', ok: 200 },
   { method: 'GET', path: (w, id) => `/api/issues/${w.issueId}?project=${id}`, least: 'viewer', ok: 200 },
+  { method: 'GET', path: (w, id) => `/api/issues/${w.issueId}/events?project=${id}`, least: 'viewer', ok: 200 },
   { method: 'PATCH', path: (w, id) => `/api/issues/${w.issueId}?project=${id}`, body: () => ({ status: 'resolved' }), least: 'member', ok: 200, changes: true },
   { method: 'GET', path: (w, id) => `${p(w, id)}/members`, least: 'viewer', ok: 200 },
   { method: 'PATCH', path: (w, id) => `${p(w, id)}/members/target-${w.tag}`, body: () => ({ role: 'member' }), least: 'admin', ok: 200, changes: true },
