@@ -40,7 +40,7 @@ export function eventPages(sql: postgres.Sql, guard: Guard, { daysOf, filterSql,
           select seq, event from ${blockEvents(sql)}
           where ${chosen} and ${filterSql(filter)} and seq > ${after} and seq <= ${max}
           order by seq
-          limit ${limit}`.then((rows) => new Map([['', rows]])), { cursor: after }));
+          limit ${limit}`.then((rows) => new Map([['', rows]])), { cursor: after, since: filter.since, until: filter.until }));
         const rows = found.get('') ?? [];
         if (rows.length) yield rows.map(toEvent);
         if (rows.length < limit) return;

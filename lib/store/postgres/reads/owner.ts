@@ -11,13 +11,15 @@ import { readEvents, type EventBlock, type EventDay } from './by-days.ts';
 /**
  * How the store reads one owner's events for readEvents: `rows(d0, d1, keys)` reads the rows of
  * days d0..d1, `blocks(chosen, keys)` the rows of the blocks `chosen` (a condition on the blocks
- * `b` of blockEvents or blockPoints) selects.
+ * `b` of blockEvents or blockPoints) selects. `since`/`until` (receive times, ms), if the read has
+ * them, leave out the blocks wholly outside: a range starting inside a busy closed day would
+ * otherwise unpack that day's earlier blocks only to filter all their rows away.
  */
 export type OwnerRead = <R extends { seq: string }>(
   userId: string, days: readonly EventDay[], order: 'asc' | 'desc', want: number, keys: readonly string[],
   rows: (d0: number, d1: number, keys: string[]) => Promise<Map<string, R[]>>,
   blocks: (chosen: postgres.PendingQuery<postgres.Row[]>, keys: string[]) => Promise<Map<string, R[]>>,
-  options?: { target?: number; cursor?: number },
+  options?: { target?: number; cursor?: number; since?: number; until?: number },
 ) => Promise<Map<string, R[]>>;
 
 /**
@@ -87,9 +89,12 @@ export function ownerReads(sql: postgres.Sql) {
     // Blocks of the days asked for only (a span of days can reach over days a caller reads
     // elsewhere: statistics read closed days' latest points from watchtower_day_points).
     const asked = pgArray(days.map((d) => d.day));
+    const { since, until } = isoBounds({ since: options?.since, until: options?.until });
     const blocksOf = async (d0: number, d1: number) => sql<EventBlock[]>`
       select day, first_seq::float8 as first, last_seq::float8 as last, events from watchtower_event_blocks
-      where user_id = ${col(userId)} and day >= ${d0} and day <= ${d1} and day = any(${asked}::int4[])`;
+      where user_id = ${col(userId)} and day >= ${d0} and day <= ${d1} and day = any(${asked}::int4[])
+        ${since !== undefined ? sql`and last_received >= ${since}::timestamptz` : sql``}
+        ${until !== undefined ? sql`and first_received < ${until}::timestamptz` : sql``}`;
     const chosen = (of: EventBlock[]) =>
       sql`b.user_id = ${col(userId)} and b.day = any(${pgArray(of.map((b) => b.day))}::int4[]) and b.first_seq = any(${pgArray(of.map((b) => b.first))}::int8[])`;
     const reads = { rows, blocksOf, blocks: (of: EventBlock[], keys: string[]) => blocks(chosen(of), keys) };
@@ -119,7 +124,7 @@ export function ownerReads(sql: postgres.Sql) {
       select seq, event from ${blockEvents(sql)}
       where ${chosen} and ${filterSql(f)} ${before}
       order by seq desc
-      limit ${want}`.then((rows) => new Map([['', rows]])), { cursor: beforeSeq });
+      limit ${want}`.then((rows) => new Map([['', rows]])), { cursor: beforeSeq, since: f.since, until: f.until });
     return found.get('') ?? [];
   };
 

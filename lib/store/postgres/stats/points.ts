@@ -74,7 +74,7 @@ export function readLatestPoints(q: StatsQuery, read: OwnerRead): PointReads {
       if (list.length < LATENCY_POINTS) list.push(point);
     }
     return byRoute;
-  }, { target: Math.max(LATENCY_POINTS * 2, Math.ceil((LATENCY_POINTS * 1.25 * windowEvents) / Math.min(...counts.values()))) });
+  }, { target: Math.max(LATENCY_POINTS * 2, Math.ceil((LATENCY_POINTS * 1.25 * windowEvents) / Math.min(...counts.values()))), since: r?.from, until: r?.to });
   // The routes of the compacted days this instance holds for the range (counted over whole days):
   // nearly always every route in range, so their points are read beside the main statement
   // rather than after it. A route they miss is read after it; one not in range is left out.
