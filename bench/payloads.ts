@@ -1,5 +1,9 @@
 // The request bodies the ingest benchmarks send: one event, and a batch of 20 as the SDK sends.
+// BENCH_ENVIRONMENTS=1: the events carry an environment (four names), which the stores count in
+// rollups of their own (lib/environment-scopes.ts), to measure what that costs ingest.
+const environments = typeof process !== 'undefined' && process.env.BENCH_ENVIRONMENTS === '1';
 const event = (i: number) => ({
+  ...(environments ? { environment: ['production', 'production', 'staging', 'preview'][i % 4] } : {}),
   type: ['pageload', 'click', 'error', 'custom'][i % 4],
   timestamp: new Date().toISOString(),
   sessionId: `session-${i % 7}`,

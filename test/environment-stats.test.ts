@@ -1,5 +1,6 @@
-// GET /api/stats?environment=: statistics over one environment's events, built at request time from
-// the store's export (lib/environment-stats.ts), equal computeStats over those events, with and
+// GET /api/stats?environment=: statistics over one environment's events, from the store's rollups
+// per environment (lib/environment-scopes.ts) or, where a store keeps none, built at request time
+// from its export (lib/environment-stats.ts), equal computeStats over those events, with and
 // without a range and a project, on the memory, sqlite and PostgreSQL stores.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -61,6 +62,13 @@ for (const [name, open] of stores) {
         { from: NOW - 50 * HOUR + 1234, to: NOW - 3 * HOUR - 99, interval: 'hour' },
         { from: NOW - 3 * 24 * HOUR, interval: 'day' },
       ];
+      // Random ranges, edges within hours, across the three days and the active minutes.
+      let seed = 3;
+      const rand = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 4294967296);
+      for (let i = 0; i < 6; i++) {
+        const a = NOW - Math.floor(rand() * 74 * HOUR), b = NOW - Math.floor(rand() * 74 * HOUR);
+        ranges.push({ from: Math.min(a, b), to: Math.max(a, b) + 1, interval: rand() < 0.5 ? 'hour' : 'day' });
+      }
       const iso = (t: number) => new Date(t).toISOString();
       for (const range of ranges) {
         for (const projectId of [undefined, project.id]) {

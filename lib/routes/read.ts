@@ -18,6 +18,9 @@ export async function stats(request: Request, ctx: Context): Promise<JsonReply> 
   const environment = environmentParam(params);
   const asked = await withGoals(ctx, range, projectId);
   if (environment === undefined) return json(await ctx.store.stats(owner, now, asked, projectId));
+  // From the environment's rollups; only an environment they cannot tell for is read from its events.
+  const fromRollups = await ctx.store.statsOfEnvironment?.(owner, now, asked, projectId, environment);
+  if (fromRollups) return json(fromRollups);
   try {
     return json(await environmentStats(ctx.store, { owner, projectId, environment, now, range: asked }));
   } catch (err) {

@@ -1,7 +1,10 @@
 // The memory store's statistics side: rollups and a live window per scope, kept on insert and
 // eviction. Owned events only: statistics are per user, unowned events appear for no one. A
 // user's scope holds every event they own; a keyed event also counts in the user's scope within
-// its project, so `project=` statistics cost what a user's do.
+// its project, so `project=` statistics cost what a user's do. An event with an environment counts
+// in its environment's scopes too (lib/environment-scopes.ts), kept beside the projects' under keys
+// no project id takes, at most MAX_ENVIRONMENT_SCOPES names per user.
+import { admit, environmentKey, environmentOfEvent } from '../environment-scopes.ts';
 import type { StoredEvent } from '../event.ts';
 import { LiveWindow } from '../live-window.ts';
 import { HourRollup, rollupRow } from '../rollup/hour.ts';
@@ -11,6 +14,9 @@ export interface Scope { rollups: UserRollups; window: LiveWindow }
 
 const USER_ONLY = [undefined];
 const scopesOf = (e: StoredEvent) => (e.projectId === undefined ? USER_ONLY : [undefined, e.projectId]);
+/** The environment scopes an event of `environment` counts in. */
+const environmentScopes = (environment: string, projectId: string | undefined) =>
+  projectId === undefined ? [environmentKey(environment)] : [environmentKey(environment), environmentKey(environment, projectId)];
 
 /** A batch's events share one receivedAt: parse it once per run of equal strings. */
 function receiveParser() {
@@ -21,6 +27,8 @@ function receiveParser() {
 export class MemoryScopes {
   private readonly users = new Map<string, Scope>();
   private readonly projects = new Map<string, Map<string, Scope>>();
+  /** Users that refused an environment name a scope: none is made for them until they hold no events. */
+  private readonly environmentsFull = new Set<string>();
   // One parse cache for inserts, one for evictions: they walk different batches.
   private readonly insertedMs = receiveParser();
   private readonly evictedMs = receiveParser();
@@ -47,12 +55,32 @@ export class MemoryScopes {
       u.rollups.add(row);
       u.window.add(e, row.receivedMs, row.route);
     }
+    const environment = environmentOfEvent(e);
+    if (environment === null) return;
+    const scopes = this.projects.get(e.user_id) ?? new Map<string, Scope>();
+    if (admit(scopes, this.environmentsFull.has(e.user_id), environment) === 'full') {
+      this.environmentsFull.add(e.user_id);
+      return;
+    }
+    for (const key of environmentScopes(environment, e.projectId)) {
+      const u = this.get(e.user_id, key, true)!;
+      u.rollups.add(row);
+      u.window.add(e, row.receivedMs, row.route);
+    }
+  }
+
+  /** Whether a user refused an environment name a scope (lib/environment-scopes.ts). */
+  isEnvironmentsFull(userId: string): boolean {
+    return this.environmentsFull.has(userId);
   }
 
   remove(e: StoredEvent): void {
     if (e.user_id === null) return;
     const row = rollupRow(e, this.evictedMs(e));
-    for (const project of scopesOf(e)) {
+    // Counted in each of its environment's scopes that exists (none is made after a refusal).
+    const environment = environmentOfEvent(e);
+    const keys = environment === null ? scopesOf(e) : [...scopesOf(e), ...environmentScopes(environment, e.projectId)];
+    for (const project of keys) {
       const u = this.get(e.user_id, project);
       if (!u) continue;
       u.rollups.remove(row);
@@ -62,7 +90,10 @@ export class MemoryScopes {
   }
 
   private drop(userId: string, projectId: string | undefined): void {
-    if (projectId === undefined) return void this.users.delete(userId);
+    if (projectId === undefined) {
+      this.environmentsFull.delete(userId);
+      return void this.users.delete(userId);
+    }
     const m = this.projects.get(userId)!;
     m.delete(projectId);
     if (m.size === 0) this.projects.delete(userId);

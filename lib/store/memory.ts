@@ -1,6 +1,7 @@
 // The base behaviour's store: a bounded ring buffer, lost on restart (docs/architecture.md#memory-store).
 // Statistics come from per-user rollups and a live window kept on insert and eviction, assembled
 // like every store's (lib/rollup/assemble.ts); only a range's partial edge hours are read raw.
+import { environmentKey } from '../environment-scopes.ts';
 import type { StoredEvent } from '../event.ts';
 import { countFunnel } from '../funnels/count.ts';
 import { withinDepth } from '../shape.ts';
@@ -33,13 +34,24 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
   const scopes = new MemoryScopes();
 
   const held = () => buffer.length - head;
-  const ofUser = (userId: string, projectId?: string) => {
+  const ofUser = (userId: string, projectId?: string, environment?: string) => {
     const out: StoredEvent[] = [];
     for (let i = head; i < buffer.length; i++) {
       const e = buffer[i];
-      if (e.user_id === userId && (projectId === undefined || e.projectId === projectId)) out.push(e);
+      if (e.user_id === userId && (projectId === undefined || e.projectId === projectId) && (environment === undefined || e.environment === environment)) out.push(e);
     }
     return out;
+  };
+  /** Statistics from one scope (the user's, a project's, an environment's) and its held events. */
+  const statsOf = (userId: string, key: string | undefined, now: number, range: StatsRange | undefined, projectId?: string, environment?: string): Stats => {
+    const u = scopes.get(userId, key);
+    const plan = planStats(now, range, u?.window.newest);
+    if (!u) return assembleStats({ plan, rollups: new UserRollups(), edges: [], recents: NO_RECENTS });
+    let mine: StoredEvent[] | undefined;
+    const held = () => (mine ??= ofUser(userId, projectId, environment));
+    const edges = plan.rawSpans.length ? edgeRollups(held(), plan.rawSpans) : [];
+    const recents = u.window.recents(now, plan.range) ?? recentsOf(held(), now, plan.range);
+    return assembleStats({ plan, rollups: u.rollups, edges, recents });
   };
 
   return {
@@ -112,14 +124,12 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
       return { events, seqs, through: Math.max(q.after, seq - 1), head: base + buffer.length - 1 };
     },
     async stats(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats> {
-      const u = scopes.get(userId, projectId);
-      const plan = planStats(now, range, u?.window.newest);
-      if (!u) return assembleStats({ plan, rollups: new UserRollups(), edges: [], recents: NO_RECENTS });
-      let mine: StoredEvent[] | undefined;
-      const held = () => (mine ??= ofUser(userId, projectId));
-      const edges = plan.rawSpans.length ? edgeRollups(held(), plan.rawSpans) : [];
-      const recents = u.window.recents(now, plan.range) ?? recentsOf(held(), now, plan.range);
-      return assembleStats({ plan, rollups: u.rollups, edges, recents });
+      return statsOf(userId, projectId, now, range, projectId);
+    },
+    async statsOfEnvironment(userId, now, range, projectId, environment): Promise<Stats | null> {
+      // A name refused a scope may have events no scope counted: the caller reads them.
+      if (!scopes.get(userId, environmentKey(environment)) && scopes.isEnvironmentsFull(userId)) return null;
+      return statsOf(userId, environmentKey(environment, projectId), now, range, projectId, environment);
     },
     async funnel(q) {
       return countFunnel(buffer.slice(head), q);

@@ -2,8 +2,12 @@
 // hourly rollups tagged by segment (lib/rollup/user.ts) and a live window (lib/live-window.ts).
 // An event counts for its owner, and for its project too when it was ingested with a project key,
 // so `/api/stats?project=` is assembled from the project's own rollups as the owner's answer is
-// from the owner's; unowned events count for no one. Seals take a segment's parts and the windows
-// from here, retention takes them back, and reads pick the owner's or a project's.
+// from the owner's; unowned events count for no one. An event with an environment counts in its
+// environment's scopes too (lib/environment-scopes.ts: the owner's share and its project's, kept
+// among the project scopes under keys no project id takes, at most MAX_ENVIRONMENT_SCOPES names
+// per owner). Seals take a segment's parts and the windows from here, retention takes them back,
+// and reads pick the owner's, a project's or an environment's.
+import { admit, environmentKey, environmentOfEvent, isEnvironmentKey } from '../environment-scopes.ts';
 import type { StoredEvent } from '../event.ts';
 import { LiveWindow, type LiveWindowState } from '../live-window.ts';
 import { FrozenHour } from '../rollup/codec.ts';
@@ -17,7 +21,10 @@ export interface Stat {
 }
 
 interface Scope extends Stat {
+  /** By project id, and by environmentKey for the environments' scopes. */
   projects: Map<string, Stat>;
+  /** An environment name was refused a scope (lib/environment-scopes.ts): no further one is made. */
+  environmentsFull: boolean;
 }
 
 /** A segment's share of one owner's statistics, for its manifest: its parts, and each project's. */
@@ -36,6 +43,11 @@ export class Scopes {
    * answers only ranges after them; reads of earlier ones take the recents from rows.
    */
   projectWindowsFrom = -Infinity;
+  /**
+   * The same for environments' windows: one past the latest receive time of the segments sealed
+   * before environments' statistics were kept (reads of earlier ranges take the events instead).
+   */
+  environmentWindowsFrom = -Infinity;
 
   get size(): number {
     return this.byOwner.size;
@@ -53,22 +65,42 @@ export class Scopes {
     const scope = this.scope(owner);
     scope.rollups.add(row, tag);
     scope.window.add(e, row.receivedMs, row.route);
-    if (e.projectId === undefined) return;
-    const project = this.project(scope, e.projectId);
-    project.rollups.add(row, tag);
-    project.window.add(e, row.receivedMs, row.route);
+    if (e.projectId !== undefined) {
+      const project = this.project(scope, e.projectId);
+      project.rollups.add(row, tag);
+      project.window.add(e, row.receivedMs, row.route);
+    }
+    const environment = environmentOfEvent(e);
+    if (environment === null) return;
+    if (admit(scope.projects, scope.environmentsFull, environment) === 'full') {
+      scope.environmentsFull = true;
+      return;
+    }
+    for (const key of environmentKeys(environment, e.projectId)) {
+      const stat = this.project(scope, key);
+      stat.rollups.add(row, tag);
+      stat.window.add(e, row.receivedMs, row.route);
+    }
   }
 
   /** Takes back an event counted with `tag`: always the oldest counted (LiveWindow.remove). */
   remove(owner: string, row: RollupRow, e: StoredEvent, tag: number): void {
     const scope = this.byOwner.get(owner);
     if (!scope) return;
-    const project = e.projectId === undefined ? undefined : scope.projects.get(e.projectId);
-    for (const stat of project ? [scope, project] : [scope]) {
+    scope.rollups.remove(row, tag);
+    scope.window.remove(e, row.receivedMs, row.route);
+    // The event was counted in each of its scopes that exists: an environment's scope is made at
+    // its name's first event and is never made later for a name whose events were refused.
+    const environment = environmentOfEvent(e);
+    const keys = environment === null ? [] : environmentKeys(environment, e.projectId);
+    if (e.projectId !== undefined) keys.push(e.projectId);
+    for (const key of keys) {
+      const stat = scope.projects.get(key);
+      if (!stat) continue;
       stat.rollups.remove(row, tag);
       stat.window.remove(e, row.receivedMs, row.route);
+      if (stat.rollups.empty) scope.projects.delete(key);
     }
-    if (project?.rollups.empty) scope.projects.delete(e.projectId!);
     if (scope.rollups.empty) this.byOwner.delete(owner);
   }
 
@@ -100,12 +132,25 @@ export class Scopes {
     if (cutoff > -Infinity) stat.window.dropBefore(cutoff);
   }
 
+  /** Marks an owner whose environments were full when the newest manifest was written. */
+  setEnvironmentsFull(owner: string): void {
+    const scope = this.byOwner.get(owner);
+    if (scope) scope.environmentsFull = true;
+  }
+
+  /** Whether an owner refused an environment name a scope (lib/environment-scopes.ts). */
+  environmentsFull(owner: string): boolean {
+    return this.byOwner.get(owner)?.environmentsFull ?? false;
+  }
+
   /** What a seal writes of segment `tag`: each owner's parts and its projects', and every window. */
   sealed(tag: number): {
     shares: SealedShare[];
     windows: Record<string, LiveWindowState>;
     projectWindows: Record<string, Record<string, LiveWindowState>>;
+    environmentsFull: string[];
   } {
+    const environmentsFull: string[] = [];
     const shares: SealedShare[] = [];
     const windows: Record<string, LiveWindowState> = {};
     const projectWindows: Record<string, Record<string, LiveWindowState>> = {};
@@ -120,8 +165,9 @@ export class Scopes {
       if (parts.length) shares.push({ owner, parts, projects });
       // As of the seal: start-up adds the later hot rows on top of it.
       windows[owner] = scope.window.toJSON();
+      if (scope.environmentsFull) environmentsFull.push(owner);
     }
-    return { shares, windows, projectWindows };
+    return { shares, windows, projectWindows, environmentsFull };
   }
 
   /** Merges days reads left hour by hour, one owner's or project's budget at a time; true while some are left. */
@@ -143,7 +189,7 @@ export class Scopes {
 
   private scope(owner: string): Scope {
     let scope = this.byOwner.get(owner);
-    if (!scope) this.byOwner.set(owner, (scope = { rollups: new UserRollups(), window: new LiveWindow(), projects: new Map() }));
+    if (!scope) this.byOwner.set(owner, (scope = { rollups: new UserRollups(), window: new LiveWindow(), projects: new Map(), environmentsFull: false }));
     return scope;
   }
 
@@ -153,9 +199,14 @@ export class Scopes {
       scope.projects.set(id, (project = { rollups: new UserRollups(), window: new LiveWindow() }));
       // Complete from there on, and `newest` stays an upper bound of the project's receive times
       // (assembleStats counts a range's last hour whole when nothing was received after it).
-      project.window.completeFrom = this.projectWindowsFrom;
-      if (this.projectWindowsFrom > -Infinity) project.window.newest = this.projectWindowsFrom - 1;
+      const from = isEnvironmentKey(id) ? Math.max(this.projectWindowsFrom, this.environmentWindowsFrom) : this.projectWindowsFrom;
+      project.window.completeFrom = from;
+      if (from > -Infinity) project.window.newest = from - 1;
     }
     return project;
   }
 }
+
+/** The scopes an event of `environment` counts in beside its owner's and project's. */
+const environmentKeys = (environment: string, projectId: string | undefined) =>
+  projectId === undefined ? [environmentKey(environment)] : [environmentKey(environment), environmentKey(environment, projectId)];

@@ -155,6 +155,14 @@ export interface Store {
    */
   stats(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats>;
   /**
+   * Statistics of the user's events of one environment (of the project, with `projectId`), from
+   * rollups kept per environment (lib/environment-scopes.ts): equal to computeStats over those
+   * events. Null when this store's rollups cannot tell for that environment and range (a name
+   * beyond the owner's bound of environments, or a range reaching back before such rollups were
+   * kept); the caller reads the events instead (lib/environment-stats.ts). Absent: always null.
+   */
+  statsOfEnvironment?(userId: string, now: number, range: StatsRange | undefined, projectId: string | undefined, environment: string): Promise<Stats | null>;
+  /**
    * Sessions that reached each step of a funnel (docs/api.md#funnels) over the owner's events of
    * the project received in [from, to): must equal referenceFunnel (lib/funnels/reference.ts) over
    * those events in insertion order.

@@ -13,6 +13,9 @@
 //   - the key filter (sorted 53-bit hashes as float64, dedupe.ts): start-up reads only those of
 //     segments within the dedupe window;
 //   - the projects' live windows (JSON, gzipped; empty when none were kept), read with the owners'.
+// Environments' scopes (lib/environment-scopes.ts) travel as projects under keys with U+0001, and
+// the JSON says `environmentsKnown` once a segment's owners have them: a segment sealed before
+// they were kept has none, and reads of an environment over its time take the events instead.
 // Start-up reads every manifest up to its parts and no further unless it needs the rest: the
 // windows were ~1.5 MB and the filter ~0.4 MB of a 2 MB manifest at 50,000 events, so reading them
 // all took most of the 1.3 s start-up spent on ~400 manifests. Earlier layouts are still read and
@@ -78,6 +81,13 @@ export interface Manifest extends SegmentBounds {
   projectWindows: Record<string, Record<string, LiveWindowState>> | null;
   /** Whether `owners[…].projects` holds the projects' parts: false in layouts before version 4. */
   projectsKnown: boolean;
+  /**
+   * Whether `owners[…].projects` holds the environments' parts too (keys of environmentKey): absent
+   * in manifests sealed before environments had scopes.
+   */
+  environmentsKnown?: boolean;
+  /** Owners that had refused an environment a scope when it was sealed (lib/environment-scopes.ts). */
+  environmentsFull?: string[];
   filter: Float64Array;
 }
 

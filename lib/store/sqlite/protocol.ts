@@ -102,6 +102,8 @@ export type WorkerRequest =
   /** Store.scanErrors. */
   | { op: 'scanErrors'; query: ErrorScanQuery }
   | { op: 'readStats'; userId: string; now: number; range?: StatsRange; projectId?: string }
+  /** Store.statsOfEnvironment: null when the environment's scope cannot tell. */
+  | { op: 'readEnvironmentStats'; userId: string; now: number; range?: StatsRange; projectId?: string; environment: string }
   /** Store.funnel (worker/funnel.ts). */
   | { op: 'readFunnel'; query: FunnelQuery }
   | { op: 'readUser'; idpUserId: string }

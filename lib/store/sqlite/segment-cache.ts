@@ -13,6 +13,8 @@ export interface SealedSegment extends SegmentBounds {
   writing: boolean;
   /** Its manifest has its projects' rollup parts (see Manifest.projectsKnown). */
   projectsKnown: boolean;
+  /** Its manifest has its environments' rollup parts (see Manifest.environmentsKnown). */
+  environmentsKnown: boolean;
 }
 
 interface Entry { segment: SealedSegment; db: SegmentDb | null; loading: Promise<SegmentDb> | null }

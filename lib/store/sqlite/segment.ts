@@ -61,10 +61,12 @@ export interface TrackQuery {
   type?: string;
   /** Only rows of events ingested with this project's key. */
   projectId?: string;
+  /** Only rows of events of this environment. */
+  environment?: string;
 }
 
 /** The row filter of a TrackQuery. */
-export const trackBounds = (q: TrackQuery) => ({ userId: q.userId, type: q.type, projectId: q.projectId, since: q.start, until: q.end });
+export const trackBounds = (q: TrackQuery) => ({ userId: q.userId, type: q.type, projectId: q.projectId, environment: q.environment, since: q.start, until: q.end });
 
 export interface SeqRows {
   events: StoredEvent[];

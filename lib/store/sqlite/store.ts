@@ -160,6 +160,11 @@ function storeOver({ settings, fs, client, dedupe, commits, maintenance, lock, l
       const resolved = resolveRange(range, now);
       return client.request<Stats>({ op: 'readStats', userId, now, range: resolved ? range : undefined, projectId });
     },
+    async statsOfEnvironment(userId, now, range, projectId, environment): Promise<Stats | null> {
+      alive();
+      const resolved = resolveRange(range, now);
+      return client.request<Stats | null>({ op: 'readEnvironmentStats', userId, now, range: resolved ? range : undefined, projectId, environment });
+    },
     async funnel(query) {
       alive();
       return client.request<FunnelCounts>({ op: 'readFunnel', query });

@@ -56,6 +56,8 @@ function handle(req: WorkerRequest): Handled {
       return holding(engine.reads.errors(req.query));
     case 'readStats':
       return holding(engine.reads.stats(req.userId, req.now, req.range, req.projectId));
+    case 'readEnvironmentStats':
+      return holding(engine.reads.environmentStats(req.userId, req.now, req.range, req.projectId, req.environment));
     case 'readFunnel':
       return holding(readFunnel(engine.reads, req.query));
     case 'readUser':

@@ -7,7 +7,8 @@ import { activeSpan, NO_RECENTS, RecentsBuilder, type RangeCounts, type Recents 
 import { assembleStats, planStats, rangeCounts } from '../../../rollup/assemble.ts';
 import { HourRollup, type RollupPart, type RollupRow } from '../../../rollup/hour.ts';
 import { UserRollups, WithParts } from '../../../rollup/user.ts';
-import { HOUR_MS, type ResolvedRange, type Stats, type StatsRange } from '../../../stats.ts';
+import { HOUR_MS, resolveRange, type ResolvedRange, type Stats, type StatsRange } from '../../../stats.ts';
+import { environmentKey } from '../../../environment-scopes.ts';
 import type { ErrorScan, ErrorScanQuery } from '../../types.ts';
 import { SegmentView } from '../hot-tail.ts';
 import type { RowsQuery, RowsResult } from '../protocol.ts';
@@ -20,6 +21,9 @@ import type { WorkerState } from './state.ts';
 export interface Source {
   open(): Promise<SegmentReader>;
 }
+
+/** Whose statistics a read assembles: the scope's key (lib/store/scopes.ts) and the rows' filter. */
+interface Selection { key: string | undefined; projectId?: string; environment?: string }
 
 /** The seq and receive-time bounds that select the segments a read visits. */
 interface SourceBounds { afterSeq?: number; beforeSeq?: number; maxSeq?: number; since?: number; until?: number }
@@ -114,16 +118,38 @@ export class Reads {
    * when it cannot answer exactly, from the range's rows).
    */
   async stats(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats> {
+    return this.statsRetried(userId, now, range, { key: projectId, projectId });
+  }
+
+  /**
+   * Statistics of one environment from its scope (lib/environment-scopes.ts), as `stats` over its
+   * events; null when its scope cannot tell (Store.statsOfEnvironment): the owner refused it a
+   * scope, or the range reaches back into segments sealed before environments had scopes.
+   */
+  async environmentStats(userId: string, now: number, range: StatsRange | undefined, projectId: string | undefined, environment: string): Promise<Stats | null> {
+    if (userId === '') return null;
+    const s = this.s;
+    const before = s.sealed.newestFirst().filter((seg) => !seg.environmentsKnown && seg.owners.has(userId));
+    if (before.length) {
+      const r = resolveRange(range, now);
+      if (r === null || r.from <= Math.max(...before.map((seg) => seg.maxReceived))) return null;
+    }
+    if (!s.scopes.get(userId, environmentKey(environment)) && s.scopes.environmentsFull(userId)) return null;
+    return this.statsRetried(userId, now, range, { key: environmentKey(environment, projectId), projectId, environment });
+  }
+
+  private async statsRetried(userId: string, now: number, range: StatsRange | undefined, sel: Selection): Promise<Stats> {
     // A segment backfilled while the reads below wait would count twice (its rows, then its parts).
     for (;;) {
       const backfilled = this.projectsBackfilled;
-      const stats = await this.statsOnce(userId, now, range, projectId);
+      const stats = await this.statsOnce(userId, now, range, sel);
       if (backfilled === this.projectsBackfilled) return stats;
     }
   }
 
-  private async statsOnce(userId: string, now: number, range?: StatsRange, projectId?: string): Promise<Stats> {
-    const stat = userId === '' ? undefined : this.s.scopes.get(userId, projectId);
+  private async statsOnce(userId: string, now: number, range: StatsRange | undefined, sel: Selection): Promise<Stats> {
+    const { projectId, environment } = sel;
+    const stat = userId === '' ? undefined : this.s.scopes.get(userId, sel.key);
     const plan = planStats(now, range, stat?.window.newest);
     // Segments sealed before project statistics were kept have no parts of the project (until the
     // backfill gives them some): its rows there count as raw rows, over the whole hours too.
@@ -133,7 +159,7 @@ export class Reads {
     if (!stat && !unknown.length) return assembleStats({ plan, rollups: new UserRollups(), edges: [], recents: NO_RECENTS });
     const rowsOf = async (start: number, end: number, from: Source[]) => {
       const rows: RollupRow[] = [];
-      for (const source of from) (await source.open()).track({ userId, start, end, order: 'ASC', projectId }, (r) => void rows.push(r.row));
+      for (const source of from) (await source.open()).track({ userId, start, end, order: 'ASC', projectId, environment }, (r) => void rows.push(r.row));
       return HourRollup.fromRows(rows);
     };
     const edges: RollupPart[] = [];
@@ -141,7 +167,7 @@ export class Reads {
     const own = stat?.rollups ?? new UserRollups();
     const rollups = unknown.length ? new WithParts(own, await rowsOf(h0 * HOUR_MS, h1 * HOUR_MS, unknown.map((seg) => this.source(seg)))) : own;
     const recents = stat?.window.recents(now, plan.range) ??
-      (await this.recentsFromRows(userId, projectId, now, plan.range, rangeCounts(plan, rollups, edges)));
+      (await this.recentsFromRows(userId, sel, now, plan.range, rangeCounts(plan, rollups, edges)));
     return assembleStats({ plan, rollups, edges, recents });
   }
 
@@ -153,12 +179,12 @@ export class Reads {
    * slower for a past range, and one walk for all three lists read more rows than the separate
    * walks do (docs/architecture.md, Statistics).
    */
-  private async recentsFromRows(userId: string, projectId: string | undefined, now: number, range: ResolvedRange | null, counts: RangeCounts): Promise<Recents> {
+  private async recentsFromRows(userId: string, { projectId, environment }: Selection, now: number, range: ResolvedRange | null, counts: RangeCounts): Promise<Recents> {
     const active = new Set<string>();
     const span = activeSpan(now, range);
     if (span) {
       for (const source of this.sources(userId, 'newest', { since: span[0], until: span[1] })) {
-        (await source.open()).track({ userId, projectId, start: span[0], end: span[1], order: 'DESC' }, ({ e }) => void (e.sessionId && active.add(e.sessionId)));
+        (await source.open()).track({ userId, projectId, environment, start: span[0], end: span[1], order: 'DESC' }, ({ e }) => void (e.sessionId && active.add(e.sessionId)));
       }
     }
     const latest = new RecentsBuilder(counts);
@@ -171,7 +197,7 @@ export class Reads {
     for (const [type, done, take] of walks) {
       for (const source of this.sources(userId, 'newest', range ? { since: from, until: to } : {})) {
         if (done()) break;
-        (await source.open()).track({ userId, projectId, start: from, end: to, order: 'DESC', via: 'seq', type }, take);
+        (await source.open()).track({ userId, projectId, environment, start: from, end: to, order: 'DESC', via: 'seq', type }, take);
       }
     }
     return latest.recents(active.size);

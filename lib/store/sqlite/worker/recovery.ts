@@ -168,6 +168,9 @@ function derive(engine: Engine, manifests: Manifest[], windowsCutoff: number): v
   const older = new Set<number>();
   const missed = [...unknown, ...(newest && newest.projectWindows === null ? [newest] : [])];
   scopes.projectWindowsFrom = missed.length ? Math.max(...missed.map((m) => m.maxReceived)) + 1 : -Infinity;
+  // Environments' windows made from nothing: complete after the segments sealed before they were kept.
+  const before = held.filter((m) => !m.environmentsKnown);
+  scopes.environmentWindowsFrom = before.length ? Math.max(...before.map((m) => m.maxReceived)) + 1 : -Infinity;
   for (const m of held) {
     const set = (owner: string, project: string | undefined, bytes: Uint8Array) => {
       const part = FrozenHour.decode(bytes);
@@ -187,6 +190,8 @@ function derive(engine: Engine, manifests: Manifest[], windowsCutoff: number): v
     for (const [owner, projects] of Object.entries(newest.projectWindows ?? {})) {
       for (const [project, state] of Object.entries(projects)) scopes.setWindow(owner, project, state, windowsCutoff);
     }
+    // As the newest seal left them: later rows are counted on top, as they were before the restart.
+    for (const owner of newest.environmentsFull ?? []) scopes.setEnvironmentsFull(owner);
   }
   const writes = engine.writes;
   writes.startKeys = { seqs: [], owners: [], ids: [] };

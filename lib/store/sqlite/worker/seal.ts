@@ -57,7 +57,7 @@ export class Sealer {
     const old = s.hot;
     const minSeq = old.scalar('SELECT MIN(seq) FROM events') ?? s.tail.of(id)[0]?.seq ?? s.maxSeq;
     // The parts of this segment (inserts from now on go to the next one's) and the windows.
-    const { shares, windows, projectWindows } = s.scopes.sealed(id);
+    const { shares, windows, projectWindows, environmentsFull } = s.scopes.sealed(id);
     const owners: Manifest['owners'] = {};
     const toEncode: ToEncode[] = [];
     const total = (parts: RollupPart[]) => parts.reduce((n, p) => n + p.total, 0);
@@ -73,7 +73,7 @@ export class Sealer {
     const manifest: Manifest = {
       id, journal: covered, count: s.hotCount, minSeq, maxSeq: s.maxSeq, minReceived: s.hotReceived.min, maxReceived: s.hotReceived.max,
       bytes: 0, // once its last rows are written
-      owners, windows, projectWindows, projectsKnown: true, users,
+      owners, windows, projectWindows, projectsKnown: true, environmentsKnown: true, environmentsFull, users,
       // The main thread fills it in from the exact ids it holds for this segment.
       filter: new Float64Array(0),
     };

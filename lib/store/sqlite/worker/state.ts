@@ -50,6 +50,7 @@ export function sealedOf(m: Manifest): SealedSegment {
   return {
     id: m.id, count: m.count, minSeq: m.minSeq, maxSeq: m.maxSeq, minReceived: m.minReceived, maxReceived: m.maxReceived,
     bytes: m.bytes, owners: new Set(Object.keys(m.owners)), writing: false, projectsKnown: m.projectsKnown,
+    environmentsKnown: m.environmentsKnown === true,
   };
 }
 
