@@ -120,6 +120,8 @@ function sliced(job: AsyncGenerator<void, unknown>): Handled {
     } catch (err) {
       return settle.reject(err);
     }
+    // A turn of the event loop first: messages are events, which a chain of promises never lets in.
+    await new Promise((r) => setTimeout(r, 0));
     enqueue(slice);
   };
   return { answer, holds: slice() };
