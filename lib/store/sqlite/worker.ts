@@ -12,7 +12,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { loadStoreFs, type StoreFs, type StoreFsModule } from '../fs.ts';
 import { postAnswer, postError, type InitArgs, type SealAnswer, type ToWorker, type WorkerRequest } from './protocol.ts';
 import type { Engine } from './worker/engine.ts';
-import { readFunnel } from './worker/funnel.ts';
+import { funnelJob } from './worker/funnel.ts';
 import { start } from './worker/recovery.ts';
 import { PRUNE_BATCH } from './worker/retention.ts';
 import { CorruptFile, log } from './worker/state.ts';
@@ -59,7 +59,7 @@ function handle(req: WorkerRequest): Handled {
     case 'readEnvironmentStats':
       return holding(engine.reads.environmentStats(req.userId, req.now, req.range, req.projectId, req.environment));
     case 'readFunnel':
-      return holding(readFunnel(engine.reads, req.query));
+      return sliced(funnelJob(engine.state, engine.funnelIndexes, req.query));
     case 'readUser':
       return { answer: engine.state.getUser(req.idpUserId) };
     case 'drainTail':
@@ -81,6 +81,8 @@ function handle(req: WorkerRequest): Handled {
       return { answer: done, holds: swapped };
     }
     case 'finishSeal': {
+      // Its file and manifest are written: its funnel index can be built (when idle).
+      engine.funnelIndexes.sealed(req.segment);
       const { released, done } = engine.sealer.finish(req.segment, req.covered, req.diskBytes, req.now);
       return { answer: done, holds: released };
     }
@@ -97,6 +99,44 @@ const holding = (work: Promise<unknown>): Handled => ({ answer: work, holds: wor
 
 /** Settles once the previous message's database work is done: each message waits for it. */
 let ready: Promise<unknown> = Promise.resolve();
+
+/** Most ms a long read's slice runs before the messages that arrived meanwhile go first. */
+const SLICE_MS = 20;
+
+/**
+ * A long read as a job of units (a generator whose value is the answer), run a slice of units at a
+ * time: the first slice holds the queue like any read, then each next slice waits its turn behind
+ * the messages that arrived meanwhile, so they are answered within a slice, not after the whole read.
+ */
+function sliced(job: AsyncGenerator<void, unknown>): Handled {
+  let settle!: { resolve(v: unknown): void; reject(e: unknown): void };
+  const answer = new Promise((resolve, reject) => (settle = { resolve, reject }));
+  const slice = async () => {
+    try {
+      const t0 = performance.now();
+      for (;;) {
+        const r = await job.next();
+        if (r.done) return settle.resolve(r.value);
+        if (performance.now() - t0 >= SLICE_MS) break;
+      }
+    } catch (err) {
+      return settle.reject(err);
+    }
+    // A turn of the event loop first: messages are events, which a chain of promises never lets in.
+    await new Promise((r) => setTimeout(r, 0));
+    enqueue(slice);
+  };
+  return { answer, holds: slice() };
+}
+
+/** Work queued behind the messages received so far, as a message's work is. */
+function enqueue(work: () => Promise<unknown>): void {
+  busy++;
+  ready = ready.then(work).catch(() => {}).then(() => {
+    busy--;
+    whenIdle();
+  });
+}
 /** Messages received whose database work is not done; idle work runs only when there are none. */
 let busy = 0;
 let idleScheduled = false;

@@ -6,6 +6,7 @@ import type { StoreFs } from '../../fs.ts';
 import type { Manifest } from '../manifest.ts';
 import { threadMemory, type HealthFigures, type InitArgs } from '../protocol.ts';
 import { Backfill } from './backfill.ts';
+import { FunnelIndexes } from './funnel-indexes.ts';
 import { Reads } from './reads.ts';
 import { Retention } from './retention.ts';
 import { Sealer } from './seal.ts';
@@ -21,6 +22,7 @@ export class Engine {
   readonly snapshots: Snapshots;
   readonly sealer: Sealer;
   readonly backfill: Backfill;
+  readonly funnelIndexes: FunnelIndexes;
   startup: HealthFigures['startup'] = { replayedEntries: 0, replayMs: 0, tornLinesSkipped: 0, ms: 0 };
 
   constructor(SQL: SqlJsStatic, db: Database, args: InitArgs, fs: StoreFs, manifests: Manifest[]) {
@@ -31,6 +33,7 @@ export class Engine {
     this.snapshots = new Snapshots(s, this.writes);
     this.sealer = new Sealer(s, this.retention, this.snapshots);
     this.backfill = new Backfill(s, this.reads);
+    this.funnelIndexes = new FunnelIndexes(s);
   }
 
   health(): HealthFigures {
@@ -55,11 +58,12 @@ export class Engine {
   /**
    * Work for when no message is waiting, a slice at a time; true while some is left: merging days
    * of rollups that reads took hour by hour (UserRollups.mergePending, one owner's budget at a
-   * time), then the backfill of old manifests.
+   * time), the funnel indexes of segments just sealed, then the backfill of old manifests.
    */
   async idleStep(): Promise<boolean> {
     if (this.state.closed) return false;
     if (this.state.scopes.mergeIdle()) return true;
+    if (await this.funnelIndexes.step()) return true;
     return this.backfill.step();
   }
 

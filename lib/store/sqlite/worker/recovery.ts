@@ -6,6 +6,7 @@ import type { Database, SqlJsStatic } from 'sql.js';
 import { DIMENSIONS } from '../../../breakdowns.ts';
 import { FrozenHour } from '../../../rollup/codec.ts';
 import { removeGradually, type StoreFs } from '../../fs.ts';
+import { funnelIndexFile } from '../funnel-index.ts';
 import { listSegments, readSegments, removeSegmentsUpTo } from '../journal.ts';
 import { manifestFile, readManifest, segmentFile, segmentName, type Manifest } from '../manifest.ts';
 import type { InitArgs, InitResult } from '../protocol.ts';
@@ -88,6 +89,7 @@ async function tidyFiles(fs: StoreFs, path: string): Promise<{ live: number[]; o
   const segName = segmentName(base);
   const manifestIds: number[] = [];
   const segmentIds = new Set<number>();
+  const funnelIds = new Set<number>();
   for (const name of await fs.list(dir)) {
     if (name.startsWith(base + '.tmp-')) {
       await fs.remove(join(dir, name));
@@ -96,9 +98,13 @@ async function tidyFiles(fs: StoreFs, path: string): Promise<{ live: number[]; o
       // A second name of a snapshot being replaced; the live file is `path`. Only the name goes.
       await fs.remove(join(dir, name));
       log(`removed ${name}, a replaced snapshot a crash left behind`);
+    } else if (name.startsWith(base + '.seg-') && name.endsWith('.funnel.tmp')) {
+      await fs.remove(join(dir, name)); // an unfinished funnel index, built again when needed
     } else if (name.startsWith(base + '.seg-') && name.endsWith('.tmp')) {
       await fs.remove(join(dir, name));
       log(`removed ${name}, an unfinished seal (its events are in the journal)`);
+    } else if (name.startsWith(base + '.seg-') && name.endsWith('.funnel')) {
+      funnelIds.add(Number(name.slice(base.length + 5, -7)));
     } else {
       const m = segName.exec(name);
       if (m && m[2] === 'manifest') manifestIds.push(Number(m[1]));
@@ -115,6 +121,8 @@ async function tidyFiles(fs: StoreFs, path: string): Promise<{ live: number[]; o
     await fs.remove(manifestFile(path, id));
     log(`removed the manifest of segment ${id}, whose file is gone (a drop a crash interrupted)`);
   }
+  // A funnel index whose segment is gone (a drop a crash interrupted) is derived from nothing.
+  for (const id of funnelIds) if (!live.includes(id)) await fs.remove(funnelIndexFile(path, id));
   return { live, orphans: segmentIds };
 }
 

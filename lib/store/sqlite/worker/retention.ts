@@ -2,6 +2,7 @@
 // segment's oldest events one by one, a bounded batch at a time. The main thread's dedupe learns
 // what went (forgetKeys, dropFilters), so that an event sent again is stored again.
 import { removeGradually } from '../../fs.ts';
+import { funnelIndexFile } from '../funnel-index.ts';
 import { manifestFile, segmentFile } from '../manifest.ts';
 import { rowFrom, TRACK_COLUMNS, type TrackedRow } from '../row.ts';
 import type { SealedSegment } from '../segment-cache.ts';
@@ -132,6 +133,8 @@ export class Retention {
     const { path } = s.args;
     this.removals = this.removals
       .then(async () => {
+        // The funnel index first: whatever a crash leaves of a dropped segment, it is no orphan.
+        await s.fs.remove(funnelIndexFile(path, seg.id));
         await s.fs.remove(manifestFile(path, seg.id));
         await removeGradually(s.fs, segmentFile(path, seg.id));
       })
