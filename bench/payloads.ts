@@ -1,4 +1,5 @@
 // The request bodies the ingest benchmarks send: one event, and a batch of 20 as the SDK sends.
+// Custom events carry a name and five properties (docs/api.md#properties), as a shop's would.
 const event = (i: number) => ({
   type: ['pageload', 'click', 'error', 'custom'][i % 4],
   timestamp: new Date().toISOString(),
@@ -7,7 +8,10 @@ const event = (i: number) => ({
   appName: 'shop',
   url: `https://shop.example/products/${i}`,
   route: '/products/:id',
-  data: i % 4 === 0 ? { duration: 420 + i, ttfb: 80, domContentLoaded: 300, loadComplete: 410, transferSize: 18000 } : { target: 'button#buy', text: 'Buy now' },
+  ...(i % 4 === 3 ? { name: 'add_to_cart' } : {}),
+  data: i % 4 === 0 ? { duration: 420 + i, ttfb: 80, domContentLoaded: 300, loadComplete: 410, transferSize: 18000 }
+    : i % 4 === 3 ? { plan: ['free', 'pro', 'team'][i % 3], sku: `sku-${i % 13}`, quantity: 1 + (i % 3), price: 19.99, gift: i % 2 === 0 }
+    : { target: 'button#buy', text: 'Buy now' },
 });
 
 export const payloads = {
