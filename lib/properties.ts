@@ -70,16 +70,32 @@ export function parseProperty(name: string): { key: string; event: string; value
 export function propertiesOf(type: string, event: string | null, data: unknown): string[] | null {
   if (type !== 'custom' || event === null || typeof data !== 'object' || data === null || Array.isArray(data)) return null;
   let out: string[] | null = null;
+  // The event's part of each name (propertyName between key and value), made once per event.
+  let middle = '';
   // Stops at the MAX_PROPERTIES-th: ingest bounds `data` to MAX_KEYS keys (lib/shape.ts) anyway.
   for (const key in data) {
-    if (!isPropertyKey(key)) continue;
+    if (!KNOWN_KEYS.has(key)) {
+      if (!isPropertyKey(key)) continue;
+      if (KNOWN_KEYS.size < KNOWN_KEYS_CAP) KNOWN_KEYS.add(key);
+    }
     const value = propertyValue((data as Record<string, unknown>)[key]);
     if (value === null) continue;
-    (out ??= []).push(propertyName(key, event, value));
+    if (out === null) {
+      out = [];
+      middle = propertyName('', event, '');
+    }
+    out.push(key + middle + value);
     if (out.length === MAX_PROPERTIES) break;
   }
   return out;
 }
+
+/**
+ * Keys already found counted, so that the next event's are not checked again (ingest runs this
+ * per custom event). Capped: past the cap keys are simply checked each time.
+ */
+const KNOWN_KEYS = new Set<string>();
+const KNOWN_KEYS_CAP = 10_000;
 
 /**
  * What every name the answer to `q` reads starts with: one key's (of one event's) names sort

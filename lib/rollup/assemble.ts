@@ -179,12 +179,9 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
     known = Math.min(known, c.dimEnds.length);
     for (let d = 0, i = 0; d < Math.min(c.dimEnds.length, readDims); d++) {
       const names = dims[d];
-      if (d === PROPERTIES && prefix !== '') i = firstFrom(c.dimNames, prefix, i, c.dimEnds[d]);
-      for (; i < c.dimEnds[d]; i++) {
-        if (d === PROPERTIES && prefix !== '' && !c.dimNames[i].startsWith(prefix)) {
-          i = c.dimEnds[d];
-          break;
-        }
+      let end = c.dimEnds[d];
+      if (d === PROPERTIES && prefix !== '') [i, end] = prefixSpan(c.dimNames, prefix, i, end);
+      for (; i < end; i++) {
         let row = names.get(c.dimNames[i]);
         if (!row) names.set(c.dimNames[i], (row = { events: 0, sessions: new IdSet() }));
         row.events += c.dimCounts[i];
@@ -289,15 +286,17 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   return stats;
 }
 
-/** The first index in [from, to) of the ascending `names` not below `prefix` (binary search). */
-function firstFrom(names: readonly string[], prefix: string, from: number, to: number): number {
+/** The span of [from, to) of the ascending `names` that start with `prefix`: found by binary search. */
+function prefixSpan(names: readonly string[], prefix: string, from: number, to: number): [number, number] {
   let lo = from, hi = to;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     if (names[mid] < prefix) lo = mid + 1;
     else hi = mid;
   }
-  return lo;
+  let end = lo;
+  while (end < to && names[end].startsWith(prefix)) end++;
+  return [lo, end];
 }
 
 /** Distinct sessions per bucket: cached day counts where a bucket is a whole day of rollups. */
