@@ -71,6 +71,7 @@ function rowWithoutBreakdowns(at: number, sessions: Sessions, type: string, page
     duration: pageload ? Math.round(Math.exp(6.8 + 0.6 * normal())) : null,
     rating: type === 'feedback' ? 1 + Math.floor(rand() * 5) : null,
     dims: [null, null, 'Chrome', 'Windows', 'desktop', null],
+    props: null,
     vital: null,
   };
 }

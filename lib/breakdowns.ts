@@ -20,6 +20,14 @@ export const BROWSERS = DIMENSIONS.indexOf('browsers');
 export const CUSTOM_EVENTS = DIMENSIONS.indexOf('customEvents');
 /** The dimensions rollups kept before environments, campaigns, countries and custom events. */
 export const LEGACY_DIMENSIONS = 6;
+/**
+ * Rollups keep one more list after the breakdowns: custom event properties (lib/properties.ts),
+ * several names per event rather than one. It is no breakdown list of the answer; a part kept
+ * before it holds DIMENSIONS.length lists (or LEGACY_DIMENSIONS) and reads as without properties.
+ */
+export const PROPERTIES = DIMENSIONS.length;
+/** The lists a rollup part keeps now: the breakdowns and the properties. */
+export const PART_DIMENSIONS = PROPERTIES + 1;
 
 /** Referrer name of a pageload that came with none (typed in, bookmarked, or from the same site). */
 export const DIRECT = 'direct';

@@ -9,6 +9,7 @@ import {
 import type { StoredEvent } from './event.ts';
 import { goalRows, stringUnionSize, type GoalDefinition, type GoalRow } from './goals/evaluate.ts';
 import { routeKey, UNKNOWN } from './event-keys.ts';
+import { propertiesOf, propertyAnswer, type PropertyAnswer, type PropertyQuery } from './properties.ts';
 
 export interface LatencyPoint { duration: number; ttfb: number | null; timestamp: string }
 export interface LatencySummary { count: number; p50: number; p95: number; avg: number; points: LatencyPoint[] }
@@ -39,6 +40,10 @@ export interface Stats {
   vitals?: Vitals;
   /** With a range and the project's goals (StatsRange.goals), while custom events are counted. */
   goals?: GoalRow[];
+  /** With a range and StatsRange.property: a key's values (docs/api.md#properties). */
+  properties?: PropertyAnswer['properties'];
+  /** With a range and StatsRange.property.keys: the property keys seen. */
+  propertyKeys?: PropertyAnswer['propertyKeys'];
 }
 
 export const ACTIVE_WINDOW_MS = 5 * 60 * 1000;
@@ -59,6 +64,8 @@ export interface StatsRange {
   interval?: 'hour' | 'day';
   /** A project's goals, counted over the range (docs/api.md#goals); ignored without `from`. */
   goals?: readonly GoalDefinition[];
+  /** Custom event properties to answer (docs/api.md#properties); ignored without `from`. */
+  property?: PropertyQuery;
 }
 
 /** A checked range with its series buckets: UTC-aligned starts, the first and last may be partial. */
@@ -210,6 +217,7 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
   const dims = DIMENSIONS.map(() => new Map<string, { events: number; sessions: Set<string> }>());
   const vitalValues = VITAL_NAMES.map(() => [] as number[]);
   const vitalPages = new Map<string, { events: number; metrics: number[][] }>();
+  const props = new Map<string, { events: number; sessions: Set<string> }>();
 
   events.forEach((e, i) => {
     const received = times[i];
@@ -246,13 +254,15 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
       feedbackTotal++;
     }
     if (r === null) return;
-    dimensionNames(e).forEach((name, d) => {
-      if (name === null) return;
-      let row = dims[d].get(name);
-      if (!row) dims[d].set(name, (row = { events: 0, sessions: new Set() }));
+    const names = dimensionNames(e);
+    const count = (m: Map<string, { events: number; sessions: Set<string> }>, name: string) => {
+      let row = m.get(name);
+      if (!row) m.set(name, (row = { events: 0, sessions: new Set() }));
       row.events++;
       if (e.sessionId) row.sessions.add(e.sessionId);
-    });
+    };
+    names.forEach((name, d) => name !== null && count(dims[d], name));
+    if (range?.property) for (const name of propertiesOf(e.type, names[CUSTOM_EVENTS], e.data) ?? []) count(props, name);
     const vital = vitalOf(e);
     if (vital) {
       vitalValues[vital.metric].push(vital.units);
@@ -328,5 +338,6 @@ export function computeStats(events: readonly StoredEvent[], now: number, range?
     return vitalSummary(m, values.length, percentile(values, 75), ratings);
   };
   stats.vitals = vitalsOf(vitalValues, vitalPages, summary);
+  if (range?.property) Object.assign(stats, propertyAnswer(range.property, props, stringUnionSize));
   return stats;
 }

@@ -10,22 +10,25 @@ const NOW = Date.parse('2026-05-16T12:34:56.789Z');
 const DAY = 86_400_000;
 
 test('readState falls back to the last 7 days and ignores what it does not know', () => {
-  assert.equal(readState(''), { range: '7d', from: '', to: '', project: '', type: '', version: '', route: '' });
+  assert.equal(readState(''), { range: '7d', from: '', to: '', project: '', type: '', version: '', route: '', property: '', event: '' });
   assert.is(readState('?range=forever').range, '7d');
-  assert.equal(readState('?range=30d&type=click&version=1.2&route=%2Fnotes'), { range: '30d', from: '', to: '', project: '', type: 'click', version: '1.2', route: '/notes' });
+  assert.equal(readState('?range=30d&type=click&version=1.2&route=%2Fnotes'), { range: '30d', from: '', to: '', project: '', type: 'click', version: '1.2', route: '/notes', property: '', event: '' });
   // A custom range needs two real days in order; anything else is the default range.
-  assert.equal(readState('?range=custom&from=2026-05-01&to=2026-05-03'), { range: 'custom', from: '2026-05-01', to: '2026-05-03', project: '', type: '', version: '', route: '' });
+  assert.equal(readState('?range=custom&from=2026-05-01&to=2026-05-03'), { range: 'custom', from: '2026-05-01', to: '2026-05-03', project: '', type: '', version: '', route: '', property: '', event: '' });
   for (const q of ['?range=custom', '?range=custom&from=2026-05-03&to=2026-05-01', '?range=custom&from=2026-02-30&to=2026-03-01', '?range=custom&from=x&to=y']) {
     assert.is(readState(q).range, '7d', q);
   }
   assert.is(readState(`?type=${'x'.repeat(1000)}`).type.length, 256, 'a bookmark cannot smuggle a huge filter');
   assert.is(readState('?project=123456789012&range=24h').project, '123456789012');
   for (const q of ['?project=abc', '?project=1%20OR%201', `?project=${'1'.repeat(21)}`, '?project=']) assert.is(readState(q).project, '', q);
+  // A property key as the API takes them (at most 40 characters, no control characters).
+  assert.equal([readState('?property=plan&event=signup').property, readState('?property=plan&event=signup').event], ['plan', 'signup']);
+  for (const q of [`?property=${'k'.repeat(41)}`, '?property=a%0Ab']) assert.is(readState(q).property, '', q);
 });
 
 test('writeState writes only what differs from the default, and readState reads it back', () => {
   assert.is(writeState(readState('')), '');
-  const states = ['?range=24h', '?range=all&type=error', '?range=custom&from=2026-05-01&to=2026-05-01&route=%2Fa+b', '?version=2.0.0-beta.1', '?range=30d&project=123456789012&type=click'];
+  const states = ['?range=24h', '?range=all&type=error', '?range=custom&from=2026-05-01&to=2026-05-01&route=%2Fa+b', '?version=2.0.0-beta.1', '?range=30d&project=123456789012&type=click', '?property=plan+name&event=sign+up'];
   for (const q of states) assert.is(writeState(readState(q)), q);
 });
 
@@ -57,6 +60,10 @@ test('API queries: stats from/to/interval, events since/until and the filters', 
   assert.is(eventsQuery(null, { type: '', version: '' }).toString(), '');
   // The project goes with every request of the dashboard, "all" included.
   assert.is(statsQuery(null, '42'), '?project=42');
+  // Properties go with a range only: the keys always, the chosen key and event when chosen.
+  assert.is(statsQuery(null, '', { property: 'plan', event: '' }), '');
+  assert.is(statsQuery({ from: 0, to: DAY, interval: 'hour' }, '', { property: 'plan', event: 'sign up' }),
+    '?from=1970-01-01T00%3A00%3A00.000Z&to=1970-01-02T00%3A00%3A00.000Z&interval=hour&propertyKeys=1&property=plan&event=sign+up');
   assert.is(new URLSearchParams(statsQuery({ from: 0, to: DAY, interval: 'hour' }, '42')).get('project'), '42');
   assert.is(eventsQuery(null, { type: '', version: '', project: '42' }).toString(), 'project=42');
 });

@@ -170,6 +170,8 @@ function register() {
       if (type === 'pageload') raw.data = { duration: duration(), ttfb: pick([12, 3.5, int(0, 400), undefined, 'x']) };
       else if (type === 'performance') raw.data = vital();
       else if (type === 'feedback') raw.data = { rating: pick([1, 2, 3, 4, 5, 5, 0, 2.5, '3']) };
+      // Custom event properties: values of few and of many kinds, a nested one (never counted).
+      else if (type === 'custom') raw.data = { plan: pick(['free', 'pro', ' pro ', 'nul\u0000']), n: int(0, 30), ok: pick([true, false]), deep: { plan: 'x' } };
       else if (type === 'error') raw.message = pick(['TypeError: x is undefined', 'boom']);
       if (rnd() < 0.15) raw.timestamp = new Date(at - int(0, 100_000)).toISOString();
       // Through JSON, as events arrive over HTTP (no undefined values).
@@ -258,7 +260,9 @@ function register() {
     const covered = new Map<Kind, number>();
     const check = async ({ now, range: asked, user, project }: Check, label: string) => {
       // Every range counts goals too: page patterns and custom event names of the generator's.
-      const range = asked && { ...asked, goals: GOALS };
+      // And custom event properties, in turn: a key's values (of one event), the keys.
+      const property = [undefined, { key: 'plan' }, { key: 'n', keys: true }, { key: 'plan', event: 'signup' }][checks % 4];
+      const range = asked && { ...asked, goals: GOALS, ...(property ? { property } : {}) };
       const problem = rangeProblem(range, now);
       if (problem !== null) throw new Error(`the test built a bad range ${JSON.stringify(range)}: ${problem}`);
       const events = held.get(user)!.filter((e) => project === undefined || e.projectId === project);

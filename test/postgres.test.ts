@@ -8,7 +8,7 @@ import { normalise, uuidv7, type RawEvent, type StoredEvent } from '../lib/event
 import { computeStats, feedbackRating, pageloadDuration, type Stats } from '../lib/stats.ts';
 import { routeKey } from '../lib/event-keys.ts';
 import { DIMENSIONS, LEGACY_DIMENSIONS } from '../lib/breakdowns.ts';
-import { DIM_KINDS } from '../lib/rollup/counters.ts';
+import { DIM_KINDS, PROPERTY } from '../lib/rollup/counters.ts';
 import { EDGE_PAGE } from '../lib/store/postgres/stats/edge-rows.ts';
 import { uuidv7 as sdkUuidv7 } from '../sdk/uuid.ts';
 import { encodeCursor } from '../lib/store/cursor.ts';
@@ -1182,6 +1182,52 @@ async function register() {
     }
   });
 
+  test('a database from before version 20 (before custom event properties) answers without them for ranges reaching back, whole after', async () => {
+    const db = await createTestDatabase();
+    try {
+      const now = Date.now();
+      let n = 0;
+      const make = (at: number, i: number) => normalise(JSON.parse(JSON.stringify({
+        id: `prop-${++n}`, type: i % 3 ? 'custom' : 'pageload', sessionId: `s${i % 4}`, name: i % 2 ? 'signup' : 'buy',
+        data: { plan: ['free', 'pro'][i % 2], seats: i % 3 },
+      })), { now: at, owner: 'prop' });
+      const old = Array.from({ length: 200 }, (_, i) => make(now - 3 * 86_400_000 + i * 1_000_000, i));
+      let store = await openPostgresStore({ url: db.url });
+      await store.insert(old);
+      await store.close();
+      // As the version before left it: no property counters or sessions, no version 20.
+      await db.query(async (sql) => {
+        await sql`delete from watchtower_rollups where kind = ${PROPERTY}`;
+        await sql`delete from watchtower_breakdown_sessions where kind = ${PROPERTY}`;
+        await sql.unsafe('drop table watchtower_properties_from; delete from watchtower_migrations where version = 20');
+      });
+      store = await openPostgresStore({ url: db.url });
+      try {
+        assert.is((await store.health()).schemaVersion, MIGRATIONS[MIGRATIONS.length - 1].version);
+        const fresh = Array.from({ length: 30 }, (_, i) => make(now - 30_000 + i * 500, i));
+        await store.insert(fresh);
+        const all = [...old, ...fresh];
+        const property = { key: 'plan', keys: true };
+        for (const range of [{ from: now - 4 * 86_400_000, property }, { from: now - 2 * 86_400_000 - 1234, to: now - 86_400_000 + 99, interval: 'hour' as const, property }]) {
+          const { properties, propertyKeys, ...rest } = computeStats(all, now + 1000, range);
+          const answer = await store.stats('prop', now + 1000, range);
+          assert.ok(!('properties' in answer) && !('propertyKeys' in answer) && properties!.plan.length, 'properties are left out');
+          assert.equal(answer, rest, 'the rest is exact');
+          assert.ok(propertyKeys);
+        }
+        const newest = Math.max(...old.map((e) => Date.parse(e.receivedAt)));
+        const after = { from: (Math.floor(newest / 3_600_000) + 1) * 3_600_000, to: now + 3_600_000, property: { key: 'seats', event: 'signup' } };
+        const answer = await store.stats('prop', now + 1000, after);
+        assert.ok(answer.properties!.seats.length, 'properties after it');
+        assert.equal(answer, computeStats(all, now + 1000, after));
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await db.drop();
+    }
+  });
+
   /** The schema as version 10 left it: the events of blocks back as rows, no issue feed (versions 12 and 13). */
   const asVersion10 = (sql: postgres.Sql) => sql.unsafe(`
     alter table watchtower_event_blocks drop column rollup;
@@ -1195,6 +1241,7 @@ async function register() {
     drop index watchtower_events_errors;
     drop table watchtower_leases;
     drop table watchtower_dimensions_from;
+    drop table watchtower_properties_from;
     insert into watchtower_events (seq, user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event)
       select x.seq, nullif(b.user_id, ''), x.project_id, x.type, x.received_at, x.session_id, x.app_version, x.route_key,
              x.duration, x.ttfb, x.ts, x.event

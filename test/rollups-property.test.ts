@@ -32,7 +32,7 @@ const duration = fc.oneof(
   fc.constantFrom(1e7, 0.5, 1.5, -0.5, 'slow', undefined),
 );
 const rawEvent = fc.record({
-  type: fc.constantFrom('pageload', 'pageload', 'pageload', 'error', 'click', 'feedback', 'custom', 'performance', 'performance', 'performance', 'weird'),
+  type: fc.constantFrom('pageload', 'pageload', 'pageload', 'error', 'click', 'feedback', 'custom', 'custom', 'performance', 'performance', 'performance', 'weird'),
   sessionId: fc.option(fc.constantFrom('a', 'b', 'c', 'd', 'e', 'lone\ud800'), { nil: undefined }),
   deployVersion: fc.option(fc.constantFrom('1.0', '2.0'), { nil: undefined }),
   route: fc.option(fc.constantFrom('/', '/a', '/b/c'), { nil: undefined }),
@@ -53,6 +53,14 @@ const rawEvent = fc.record({
     country: fc.constantFrom('DE', 'US', null, undefined),
   }), { nil: undefined }),
   vital: fc.constantFrom('LCP', 'INP', 'CLS', 'FCP', 'TTFB', 'cls', 'FID', undefined),
+  // Custom event properties (compared in few runs here, whose ranges hold few custom events;
+  // properties.test.ts compares them on data full of them): scalars of every kind, a key too long, a nested value (never counted),
+  // a long value (cut), and more keys than are counted.
+  props: fc.option(fc.dictionary(
+    fc.constantFrom('plan', 'plan', 'n', 'n', 'ok', 'ok', 'k'.repeat(41), 'nested', 'long', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'name', 'nul'),
+    fc.oneof(fc.constantFrom('free', 'pro', ' pro ', '', 'x'.repeat(120), 'nul\u0000'), fc.integer({ min: -2, max: 3 }), fc.constantFrom(1.5, true, false, null, { a: 1 }, [1])),
+    { maxKeys: 14 },
+  ), { nil: undefined, freq: 8 }),
   vitalValue: fc.oneof(fc.integer({ min: 0, max: 6000 }), fc.double({ min: -1, max: 5, noNaN: true }), fc.constantFrom(0.1, 0.25, 0.1004, 2500, 2500.5, 'x')),
 });
 // A range's ends: any time, or the receive time of one of the events (give or take 1 ms).
@@ -70,12 +78,16 @@ const toStored = (r: Raw): StoredEvent => {
   const raw: RawEvent = { type: r.type, sessionId: r.sessionId, deployVersion: r.deployVersion, route: r.route, url: r.url, referrer: r.referrer, environment: r.environment, name: r.name };
   raw.data = r.type === 'feedback' ? { rating: r.rating }
     : r.type === 'performance' ? { name: r.vital, value: r.vitalValue }
-    : { duration: r.duration, ttfb: r.ttfb };
+    : { ...r.props, duration: r.duration, ttfb: r.ttfb };
   const e = normalise(JSON.parse(JSON.stringify(raw)) as RawEvent, { now: r.at, owner: 'u', newId: () => `p${++n}` });
   // As POST /api/events sets it from the User-Agent.
   if (r.client) e.client = r.client as StoredEvent['client'];
   return e;
 };
+
+/** What a stats request may ask of properties: a key's values, of one event or all, and the keys. */
+const propertyQuery = fc.constantFrom(undefined, { key: 'plan' }, { key: 'n', event: 'signup' }, { keys: true }, { keys: true, key: 'ok', event: 'checkout' },
+  { key: 'k'.repeat(41) }, { key: 'long' }, { key: 'name', event: 'unknown' }, { key: 'nul', keys: true });
 
 /** Goals over the generator's routes and custom event names, some matching nothing. */
 const GOALS = [
@@ -91,8 +103,8 @@ test('stats assembled from rollups and the live window equal computeStats over t
   fc.assert(
     fc.property(
       fc.array(rawEvent, { maxLength: 80 }), fc.boolean(), fc.nat(), fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
-      range, fc.oneof(time, fc.integer({ min: 0, max: 10 * 60_000 }).map((d) => -d - 1)),
-      (raws, inReceiveOrder, removeSeed, frozenTags, maybeRange, nowPick) => {
+      range, fc.oneof(time, fc.integer({ min: 0, max: 10 * 60_000 }).map((d) => -d - 1)), propertyQuery,
+      (raws, inReceiveOrder, removeSeed, frozenTags, maybeRange, nowPick, property) => {
         if (inReceiveOrder) raws = [...raws].sort((a, b) => a.at - b.at);
         const events = raws.map(toStored);
         const rollups = new UserRollups();
@@ -114,7 +126,7 @@ test('stats assembled from rollups and the live window equal computeStats over t
         const newest = Math.max(DAY0, ...raws.map((r) => r.at));
         const now = nowPick < 0 ? newest - nowPick - 1 : nowPick;
         const times = raws.map((x) => x.at);
-        const asked = maybeRange && { ...maybeRange, from: at(maybeRange.from, times), to: maybeRange.to && at(maybeRange.to, times), goals: GOALS };
+        const asked = maybeRange && { ...maybeRange, from: at(maybeRange.from, times), to: maybeRange.to && at(maybeRange.to, times), goals: GOALS, ...(property ? { property } : {}) };
         const r: StatsRange | undefined = asked && rangeProblem(asked, now) === null ? asked : undefined;
 
         const plan = planStats(now, r, window.newest);
@@ -146,7 +158,7 @@ test('stats assembled from rollups and the live window equal computeStats over t
 
 test('planStats: whole hours from rollups, raw spans only for partial hours at the edges', () => {
   const at = DAY0 + 10 * H;
-  assert.equal(planStats(at, undefined), { now: at, range: null, fullHours: [-Infinity, Infinity], rawSpans: [], goals: [] });
+  assert.equal(planStats(at, undefined), { now: at, range: null, fullHours: [-Infinity, Infinity], rawSpans: [], goals: [], property: null });
   const cut = planStats(at, { from: DAY0 + 30 * 60_000, to: DAY0 + 5 * H + 1 });
   assert.equal([cut.fullHours, cut.rawSpans], [[DAY0 / H + 1, DAY0 / H + 5], [[DAY0 + 30 * 60_000, DAY0 + H], [DAY0 + 5 * H, DAY0 + 5 * H + 1]]]);
   const toNow = planStats(at + 123, { from: DAY0 }, at);

@@ -2,7 +2,7 @@
 // container with tagged parts and cached day counts, and percentiles over gathered counts.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { DIMENSIONS, LEGACY_DIMENSIONS } from '../lib/breakdowns.ts';
+import { DIMENSIONS, LEGACY_DIMENSIONS, PART_DIMENSIONS } from '../lib/breakdowns.ts';
 import { assembleStats, IdSet, planStats } from '../lib/rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../lib/rollup/codec.ts';
 import { RouteDurations } from '../lib/rollup/durations.ts';
@@ -15,7 +15,7 @@ const H = 3_600_000;
 const T0 = Date.parse('2026-05-16T10:00:00.000Z');
 const row = (over: Partial<RollupRow> = {}): RollupRow => ({
   receivedMs: T0, type: 'click', version: null, session: null, route: null, duration: null, rating: null,
-  dims: [null, null, 'unknown', 'unknown', 'unknown', 'unknown', 'unknown', null, null, null, 'unknown', null], vital: null, ...over,
+  dims: [null, null, 'unknown', 'unknown', 'unknown', 'unknown', 'unknown', null, null, null, 'unknown', null], props: null, vital: null, ...over,
 });
 const pageload = (route: string, duration: number, over: Partial<RollupRow> = {}) =>
   row({ type: 'pageload', route, duration, dims: [route, 'direct', 'Chrome', 'Windows', 'desktop', 'unknown', 'prod', 'news', null, null, 'DE', null], ...over });
@@ -44,7 +44,7 @@ function breakdownsOf(part: RollupPart) {
   const c = part.columns();
   const sessions: string[] = [];
   part.forEachSession((s) => sessions.push(s));
-  assert.ok(c.dimEnds.length === DIMENSIONS.length || c.dimEnds.length === LEGACY_DIMENSIONS, 'all dimensions, or those kept before the newer ones');
+  assert.ok([PART_DIMENSIONS, DIMENSIONS.length, LEGACY_DIMENSIONS].includes(c.dimEnds.length), 'all dimensions, or those kept before properties or the newer ones');
   return Array.from(c.dimEnds, (_, d) => {
     const out: Record<string, [number, string[]]> = {};
     for (let i = d ? c.dimEnds[d - 1] : 0; i < c.dimEnds[d]; i++) {

@@ -26,23 +26,24 @@ test.after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** A part as the earlier version encoded it: its first six dimensions only. */
-function sixDimensions(bytes: Uint8Array): Uint8Array {
+/** A part as an earlier version encoded it: its first `kept` dimensions only. */
+const firstDimensions = (kept: number) => (bytes: Uint8Array): Uint8Array => {
   const part = FrozenHour.decode(bytes);
   const c = part.columns();
-  const names = c.dimEnds[LEGACY_DIMENSIONS - 1];
+  const names = c.dimEnds[kept - 1];
   const sessions = names ? c.dimSessionEnds[names - 1] : 0;
   const columns: PartColumns = {
     ...c,
     dimNames: c.dimNames.slice(0, names),
-    dimEnds: Array.from(c.dimEnds).slice(0, LEGACY_DIMENSIONS),
+    dimEnds: Array.from(c.dimEnds).slice(0, kept),
     dimCounts: Array.from(c.dimCounts).slice(0, names),
     dimSessionEnds: Array.from(c.dimSessionEnds).slice(0, names),
     dimSessions: Array.from(c.dimSessions).slice(0, sessions),
   };
   const old: RollupPart = { hour: part.hour, total: part.total, sessionCount: part.sessionCount, forEachSession: (fn) => part.forEachSession(fn), columns: () => columns };
   return encodePart(old);
-}
+};
+const sixDimensions = firstDimensions(LEGACY_DIMENSIONS);
 
 function events(): StoredEvent[] {
   let seed = 7, n = 0;
@@ -56,6 +57,7 @@ function events(): StoredEvent[] {
       type, sessionId: pick(['a', 'b', 'c', 'd', undefined]), userId: 'x',
       url: pick(['https://x.example/?utm_source=News&utm_campaign=spring', 'https://x.example/p', '/l?utm_medium=cpc&utm_source=ads']),
       environment: pick(['production', 'staging', undefined]), name: pick(['signup', 'share', undefined]),
+      data: type === 'custom' ? { plan: pick(['free', 'pro', 'team']), n: pick([1, 2]) } : {},
     })), { now: at, owner: pick(['alice', 'alice', 'bob']), newId: () => `u${++n}` });
     e.client = { browser: pick(['Chrome', 'Firefox']), os: 'Linux', device: 'desktop', country: pick(['DE', 'JP', null]) };
     if (rnd() < 0.4) e.projectId = 'p1';
@@ -70,7 +72,8 @@ const withoutNewer = (s: Stats): Stats => {
   return { ...s, breakdowns: b as unknown as Breakdowns };
 };
 
-test('a store sealed before the newer dimensions answers exactly, and completely once its parts are rebuilt from its rows', async () => {
+/** A store sealed by this version, its manifests' parts then re-encoded by `old`, reopened by `open`. */
+async function oldStore(old: (bytes: Uint8Array) => Uint8Array) {
   const dir = mkdtempSync(join(tmpdir(), 'watchtower-upgrade-'));
   dirs.push(dir);
   const path = join(dir, 'watchtower.sqlite');
@@ -96,13 +99,19 @@ test('a store sealed before the newer dimensions answers exactly, and completely
     const own: Record<string, Uint8Array[]> = {};
     const projects: Record<string, Record<string, ScopeParts>> = {};
     for (const [owner, entry] of Object.entries(m.owners)) {
-      own[owner] = entry.parts.map(sixDimensions);
-      projects[owner] = Object.fromEntries(Object.entries(entry.projects).map(([p, s]) => [p, { count: s.count, parts: s.parts.map(sixDimensions) }]));
+      own[owner] = entry.parts.map(old);
+      projects[owner] = Object.fromEntries(Object.entries(entry.projects).map(([p, s]) => [p, { count: s.count, parts: s.parts.map(old) }]));
     }
     writeFileSync(file, await withProjects(bytes, file, projects, own));
     rewritten++;
   }
   assert.ok(rewritten >= 5);
+  return { open, all };
+}
+
+test('a store sealed before the newer dimensions answers exactly, and completely once its parts are rebuilt from its rows', async () => {
+  const { open, all } = await oldStore(sixDimensions);
+  let store: Store;
 
   const ranges: StatsRange[] = [{ from: NOW - 4 * 24 * HOUR }, { from: NOW - 50 * HOUR - 1234, to: NOW - 20 * HOUR + 99, interval: 'hour' }];
   const scopes = [['alice', undefined], ['bob', undefined], ['alice', 'p1']] as const;
@@ -144,6 +153,42 @@ test('a store sealed before the newer dimensions answers exactly, and completely
     for (const [owner, project] of scopes) {
       for (const range of ranges) assert.equal(await store.stats(owner, NOW, range, project), computeStats(mine(owner, project), NOW, range));
     }
+  } finally {
+    await store.close();
+  }
+});
+
+test('a store sealed before custom event properties answers without them, and with them once its parts are rebuilt', async () => {
+  const { open, all } = await oldStore(firstDimensions(DIMENSIONS.length));
+  const ranges: StatsRange[] = [
+    { from: NOW - 4 * 24 * HOUR, property: { key: 'plan', keys: true } },
+    { from: NOW - 50 * HOUR - 1234, to: NOW - 20 * HOUR + 99, interval: 'hour', property: { key: 'n', event: 'signup' } },
+  ];
+  const mine = (owner: string, project?: string) => all.filter((e) => e.user_id === owner && (project === undefined || e.projectId === project));
+  const withoutProperties = ({ properties: _p, propertyKeys: _k, ...rest }: Stats): Stats => rest;
+  let store = await open();
+  try {
+    let partial = 0;
+    for (let round = 0; round < 200; round++) {
+      const pending = ((await store.health()).segments as { projectsPending: number }).projectsPending;
+      for (const [owner, project] of [['alice', undefined], ['alice', 'p1']] as const) {
+        for (const range of ranges) {
+          const got = await store.stats(owner, NOW, range, project);
+          const want = computeStats(mine(owner, project), NOW, range);
+          if ('properties' in got) assert.equal(got, want, `${owner}/${project}: complete`);
+          else {
+            assert.equal(got, withoutProperties(want), `${owner}/${project}: properties left out, the rest exact`);
+            partial++;
+          }
+        }
+      }
+      if (pending === 0) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.ok(partial > 0, 'the old parts were seen');
+    const wide = await store.stats('alice', NOW, ranges[0]);
+    assert.equal(wide, computeStats(mine('alice'), NOW, ranges[0]));
+    assert.ok(wide.properties!.plan.length === 3 && wide.propertyKeys!.length === 2, 'the rebuilt parts count the properties');
   } finally {
     await store.close();
   }

@@ -538,6 +538,12 @@ export function storeContract(
       if (type === 'pageload' && rand() < 0.9) data.duration = Math.round(rand() * 2000) / (rand() < 0.5 ? 1 : 4);
       if (type === 'pageload' && rand() < 0.5) data.ttfb = Math.round(rand() * 300);
       if (type === 'feedback') data.rating = pick([1, 2, 3, 4, 5, 5, 0, 6, 2.5, '4']);
+      // Custom event properties, from the event's place (not rand(), whose sequence the other
+      // fields keep): scalars, a nested value and a long one, more keys than are counted.
+      if (type === 'custom') {
+        Object.assign(data, { plan: ['free', 'pro', 'team'][i % 3], n: i % 4, ok: i % 2 === 0, nested: { x: 1 } });
+        if (i % 5 === 0) Object.assign(data, { long: 'v'.repeat(150), a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7 });
+      }
       if (type === 'performance' && rand() < 0.9) {
         data.name = pick(['LCP', 'INP', 'CLS', 'FCP', 'TTFB', 'FID']);
         data.value = data.name === 'CLS' ? Math.round(rand() * 4000) / 10_000 : Math.round(rand() * 5000) / (rand() < 0.5 ? 1 : 4);
@@ -598,6 +604,9 @@ export function storeContract(
       { from: now - 20 * 60_000, to: now - 10 * 60_000 },
       { from: now - 30 * DAY, to: now + 2 * HOUR, interval: 'day' },
       { from: now - HOUR + 1, to: now },
+      { from: now - 30 * DAY, to: now + 2 * HOUR, interval: 'day', property: { key: 'plan', keys: true } },
+      { from: now - 3 * DAY - 1234, to: now - DAY + 777, interval: 'hour', property: { key: 'n', event: 'signup' } },
+      { from: now - 12 * HOUR, property: { key: 'long', keys: true, event: 'checkout' } },
     ];
     const offsets = [0, 1000, 60_000, 299_999, 300_000, 300_001, 1_800_000, 3_600_000, 5 * 3_600_000, 86_400_000,
       2 * 86_400_000 + 3_599_999, 3 * 86_400_000, 6 * 86_400_000, 7 * 86_400_000, 12 * 3_600_000, -5000];
@@ -619,6 +628,8 @@ export function storeContract(
       assert.ok([b.pages, b.referrers, b.browsers, b.os, b.devices, b.versions, b.environments, b.countries, b.customEvents].every((rows) => rows!.length >= 3), 'every breakdown has names');
       assert.ok([b.utmSources, b.utmMediums, b.utmCampaigns].every((rows) => rows!.length >= 2), 'campaigns too');
       assert.ok(Object.values(wide.vitals!.metrics).every((m) => m.count > 0) && wide.vitals!.pages.length >= 3, 'every vital has values');
+      const props = computeStats(mine, now, ranges[12]);
+      assert.ok(props.properties!.plan.length === 3 && props.propertyKeys!.length >= 10, 'properties have values');
     });
 
     t('stats with a range: equal to computeStats when events arrive in receive order (the live path)', async () => {
@@ -645,7 +656,8 @@ export function storeContract(
         const from = now - Math.floor(rand() * 9 * DAY);
         const to = rand() < 0.2 ? undefined : from + 1 + Math.floor(rand() * (rand() < 0.5 ? DAY : 10 * DAY));
         const interval = rand() < 0.3 ? undefined : rand() < 0.5 ? 'hour' as const : 'day' as const;
-        const range: StatsRange = { from, to, interval };
+        const property = [undefined, { key: 'plan' }, { keys: true }, { key: 'n', event: 'share' }][i % 4];
+        const range: StatsRange = { from, to, interval, ...(property ? { property } : {}) };
         const at = rand() < 0.5 ? now : now - Math.floor(rand() * 2 * DAY) + Math.floor(rand() * 3 * DAY);
         if (rangeProblem(range, at) !== null) continue;
         const end = to ?? at;

@@ -4,7 +4,7 @@
 // answers null, from raw events), and calls assembleStats. The result equals computeStats over the
 // same events; the property tests check that.
 import {
-  breakdownLists, BROWSERS, CUSTOM_EVENTS, DIMENSIONS, PAGES, topRows, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
+  breakdownLists, BROWSERS, CUSTOM_EVENTS, DIMENSIONS, PAGES, PART_DIMENSIONS, PROPERTIES, topRows, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
   type BreakdownRow, type PageRow, type VitalSummary,
 } from '../breakdowns.ts';
 import type { RangeCounts, Recents } from '../live-window.ts';
@@ -17,6 +17,7 @@ import { SessionIds } from './session-ids.ts';
 import type { PartColumns, RollupPart } from './hour.ts';
 import type { RollupSource } from './user.ts';
 import { goalRows, type GoalDefinition } from '../goals/evaluate.ts';
+import { propertyAnswer, propertyPrefix, type PropertyQuery } from '../properties.ts';
 
 export interface StatsPlan {
   now: number;
@@ -28,6 +29,8 @@ export interface StatsPlan {
   rawSpans: [number, number][];
   /** The goals the answer counts (StatsRange.goals), with a range only. */
   goals: readonly GoalDefinition[];
+  /** The properties the answer counts (StatsRange.property), with a range only; else null. */
+  property: PropertyQuery | null;
 }
 
 /**
@@ -38,15 +41,16 @@ export interface StatsPlan {
  */
 export function planStats(now: number, range?: StatsRange, newest = Infinity): StatsPlan {
   const r = resolveRange(range, now);
-  if (r === null) return { now, range: null, fullHours: [-Infinity, Infinity], rawSpans: [], goals: [] };
+  if (r === null) return { now, range: null, fullHours: [-Infinity, Infinity], rawSpans: [], goals: [], property: null };
   const goals = range?.goals ?? [];
+  const property = range?.property ?? null;
   const first = Math.ceil(r.from / HOUR_MS);
   const end = r.to > newest ? Math.ceil(r.to / HOUR_MS) : Math.floor(r.to / HOUR_MS);
-  if (first >= end) return { now, range: r, fullHours: [first, first], rawSpans: [[r.from, r.to]], goals };
+  if (first >= end) return { now, range: r, fullHours: [first, first], rawSpans: [[r.from, r.to]], goals, property };
   const rawSpans: [number, number][] = [];
   if (r.from < first * HOUR_MS) rawSpans.push([r.from, first * HOUR_MS]);
   if (end * HOUR_MS < r.to) rawSpans.push([end * HOUR_MS, r.to]);
-  return { now, range: r, fullHours: [first, end], rawSpans, goals };
+  return { now, range: r, fullHours: [first, end], rawSpans, goals, property };
 }
 
 /**
@@ -133,7 +137,7 @@ function popcount(x: number): number {
 
 const vitalTotals = (): VitalTotals => ({ count: 0, ratings: [0, 0, 0], values: new RouteDurations() });
 
-export function assembleStats({ plan, rollups, edges, recents, breakdowns = true, dimensions = DIMENSIONS.length }: StatsInput): Stats {
+export function assembleStats({ plan, rollups, edges, recents, breakdowns = true, dimensions = PART_DIMENSIONS }: StatsInput): Stats {
   const { now, range: r } = plan;
   const withBreakdowns = r !== null && breakdowns;
   const [h0, h1] = plan.fullHours;
@@ -152,7 +156,11 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   // Sessions are counted as small integers: each session id is looked up once per hour part
   // (SessionIds), and each name's sessions are a bitset of those (IdSet) rather than a set of
   // strings: a 30-day range adds ~500k (name, session) pairs at 1M events.
-  const dims = DIMENSIONS.map(() => new Map<string, { events: number; sessions: IdSet }>());
+  const dims = Array.from({ length: PART_DIMENSIONS }, () => new Map<string, { events: number; sessions: IdSet }>());
+  // The properties list is read only when asked, and then only the names of the key asked.
+  const property = withBreakdowns ? plan.property : null;
+  const readDims = property ? PART_DIMENSIONS : DIMENSIONS.length;
+  const prefix = property ? propertyPrefix(property) : '';
   let sessionCount = 0;
   if (withBreakdowns) {
     // A first walk over the parts, to size the table (a day it merges stays merged for the second).
@@ -169,9 +177,11 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   const addBreakdowns = (part: RollupPart, c: PartColumns) => {
     const sessions = c.dimSessions.length ? sessionIds.of(part) : null;
     known = Math.min(known, c.dimEnds.length);
-    for (let d = 0, i = 0; d < c.dimEnds.length; d++) {
+    for (let d = 0, i = 0; d < Math.min(c.dimEnds.length, readDims); d++) {
       const names = dims[d];
-      for (; i < c.dimEnds[d]; i++) {
+      let end = c.dimEnds[d];
+      if (d === PROPERTIES && prefix !== '') [i, end] = prefixSpan(c.dimNames, prefix, i, end);
+      for (; i < end; i++) {
         let row = names.get(c.dimNames[i]);
         if (!row) names.set(c.dimNames[i], (row = { events: 0, sessions: new IdSet() }));
         row.events += c.dimCounts[i];
@@ -271,7 +281,22 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   const summary = (m: number, t: VitalTotals | undefined): VitalSummary | undefined =>
     t && t.count ? vitalSummary(m, t.count, t.values.nearestRanks(t.count, [75])[0], t.ratings) : undefined;
   stats.vitals = vitalsOf(vitals, vitalPages, summary);
+  // Properties only where every part read counts them: otherwise left out, not given partial.
+  if (property && known > PROPERTIES) Object.assign(stats, propertyAnswer(property, dims[PROPERTIES], IdSet.unionSize));
   return stats;
+}
+
+/** The span of [from, to) of the ascending `names` that start with `prefix`: found by binary search. */
+function prefixSpan(names: readonly string[], prefix: string, from: number, to: number): [number, number] {
+  let lo = from, hi = to;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (names[mid] < prefix) lo = mid + 1;
+    else hi = mid;
+  }
+  let end = lo;
+  while (end < to && names[end].startsWith(prefix)) end++;
+  return [lo, end];
 }
 
 /** Distinct sessions per bucket: cached day counts where a bucket is a whole day of rollups. */

@@ -11,8 +11,9 @@
 //   u32 × 21: the length of each column below; u8 × 21: the element kind of each; padding to 8
 //   columns: typeCounts, versionCounts, feedback (5), routeCounts, routeEnds, routeSumMicros,
 //            values, valueCounts, nameLengths (types, versions, routes, dimNames, vitalPages),
-//            names, sessionLengths, sessions, dimEnds (one per dimension: 12, or 6 in parts kept
-//            before environments, campaigns, countries and custom events), dimCounts, dimSessionEnds, dimSessions,
+//            names, sessionLengths, sessions, dimEnds (one per dimension: 13, the last the custom
+//            event properties; 12 in parts kept before properties, 6 in parts kept before
+//            environments, campaigns, countries and custom events), dimCounts, dimSessionEnds, dimSessions,
 //            vitalMetrics, vitalEnds, vitalValues, vitalValueCounts
 // "WTR1" parts (before breakdowns) have the first 12 columns only, and read as without breakdowns.
 // Numbers take the smallest kind that holds them (u8/u16/u32/i32/f64), so a typical hour's
@@ -20,7 +21,7 @@
 // cannot carry; then UTF-16. Lengths are in UTF-16 code units, which is how the text is split.
 // Session ids are most of a part's bytes, and the SDK's are UUIDs: when every session of a part is
 // a lowercase canonical UUID, each is kept as its 16 bytes (not 36 characters).
-import { DIMENSIONS, LEGACY_DIMENSIONS } from '../breakdowns.ts';
+import { DIMENSIONS, LEGACY_DIMENSIONS, PART_DIMENSIONS } from '../breakdowns.ts';
 import { NO_BREAKDOWNS, type PartColumns, type RollupPart } from './hour.ts';
 
 const MAGIC = 0x32525457; // "WTR2"
@@ -195,8 +196,8 @@ export class FrozenHour implements RollupPart {
   /** Whether the part has the breakdown columns ("WTR2"). */
   private readonly breakdowns: boolean;
   /**
-   * The dimensions it counts (DIMENSIONS, or LEGACY_DIMENSIONS in a part kept before the newer
-   * ones; 0 in a part kept before breakdowns): a store rebuilds older parts from its rows.
+   * The dimensions it counts (PART_DIMENSIONS; DIMENSIONS.length in a part kept before
+   * properties, LEGACY_DIMENSIONS before the newer breakdowns, 0 before breakdowns): a store rebuilds older parts from its rows.
    */
   readonly dimensions: number;
   private cols: PartColumns | null = null;
@@ -249,8 +250,8 @@ export class FrozenHour implements RollupPart {
       nDims = dimEnds.length ? dimEnds[dimEnds.length - 1] : 0;
       nVitals = views[VITAL_METRICS].length;
       const dimSessionEnds = views[DIM_SESSION_ENDS], vitalEnds = views[VITAL_ENDS];
-      // As many dimensions as now, or as before the newer ones (LEGACY_DIMENSIONS): still WTR2.
-      if ((dimEnds.length !== DIMENSIONS.length && dimEnds.length !== LEGACY_DIMENSIONS) || views[DIM_COUNTS].length !== nDims || dimSessionEnds.length !== nDims ||
+      // As many dimensions as now, or as before properties or the newer ones: still WTR2.
+      if ((dimEnds.length !== PART_DIMENSIONS && dimEnds.length !== DIMENSIONS.length && dimEnds.length !== LEGACY_DIMENSIONS) || views[DIM_COUNTS].length !== nDims || dimSessionEnds.length !== nDims ||
         (nDims ? dimSessionEnds[nDims - 1] : 0) !== views[DIM_SESSIONS].length || vitalEnds.length !== nVitals ||
         (nVitals ? vitalEnds[nVitals - 1] : 0) !== views[VITAL_VALUES].length || views[VITAL_VALUE_COUNTS].length !== views[VITAL_VALUES].length) {
         throw bad('breakdown columns do not match');

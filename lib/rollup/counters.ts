@@ -10,6 +10,7 @@ import { type PartColumns, type RollupPart, type RollupRow } from './hour.ts';
 import { dimColumns, vitalEntries } from './layout.ts';
 import { micros, roundMs } from '../stats.ts';
 import { UNKNOWN } from '../event-keys.ts';
+import { PROPERTIES } from '../breakdowns.ts';
 import type { RollupSource } from './user.ts';
 
 /**
@@ -21,9 +22,11 @@ import type { RollupSource } from './user.ts';
 export const TYPE = 't', VERSION = 'v', RATING = 'f', ROUTE = 'd', HOUR_SESSIONS = 's', DAY_SESSIONS = 'S';
 /**
  * Breakdown counters, one kind per dimension (DIMENSIONS order), key the name: events with it.
- * Their sessions are kept as sets (watchtower_breakdown_sessions), not counted.
+ * Their sessions are kept as sets (watchtower_breakdown_sessions), not counted. The last kind,
+ * PROPERTY, counts custom event properties (lib/properties.ts), keyed by their rollup names.
  */
-export const DIM_KINDS = ['P', 'R', 'B', 'O', 'D', 'V', 'N', 'U', 'M', 'C', 'G', 'X'] as const;
+export const DIM_KINDS = ['P', 'R', 'B', 'O', 'D', 'V', 'N', 'U', 'M', 'C', 'G', 'X', 'Q'] as const;
+export const PROPERTY = DIM_KINDS[PROPERTIES];
 /** Vital counters, one kind per metric (VITAL_NAMES order), key the page, `ms` the value in units. */
 export const VITAL_KINDS = ['0', '1', '2', '3', '4'] as const;
 const DIM_OF = new Map<string, number>(DIM_KINDS.map((k, d) => [k, d]));
@@ -42,6 +45,7 @@ export function eventCounters(row: RollupRow): Omit<Counter, 'n'>[] {
   row.dims.forEach((name, d) => {
     if (name !== null) out.push({ kind: DIM_KINDS[d], key: name, ms: 0, micros: 0 });
   });
+  if (row.props) for (const name of row.props) out.push({ kind: PROPERTY, key: name, ms: 0, micros: 0 });
   if (row.vital) out.push({ kind: VITAL_KINDS[row.vital.metric], key: row.vital.page, ms: row.vital.units, micros: 0 });
   return out;
 }

@@ -6,7 +6,8 @@
 // HourRollup is the mutable form that takes events one by one (and gives them back: the memory
 // store evicts); FrozenHour (codec.ts) is the compact, immutable form a sealed hour is kept in.
 // Both offer the same read side, RollupPart, which is all that assembleStats reads.
-import { DIMENSIONS, dimensionNames, LEGACY_DIMENSIONS, vitalOf } from '../breakdowns.ts';
+import { CUSTOM_EVENTS, dimensionNames, LEGACY_DIMENSIONS, PART_DIMENSIONS, PROPERTIES, vitalOf } from '../breakdowns.ts';
+import { propertiesOf } from '../properties.ts';
 import type { StoredEvent } from '../event.ts';
 import { feedbackRating, HOUR_MS, micros, pageloadDuration, roundMs } from '../stats.ts';
 import { routeKey, UNKNOWN } from '../event-keys.ts';
@@ -26,6 +27,8 @@ export interface RollupRow {
   rating: number | null;
   /** The event's name in each breakdown (DIMENSIONS order, dimensionNames), null where it does not count. */
   dims: readonly (string | null)[];
+  /** The rollup names of a custom event's properties (propertiesOf), counted in list PROPERTIES; null without any. */
+  props: readonly string[] | null;
   /** The web vital of a performance event (vitalOf), else null. */
   vital: { metric: number; units: number; page: string } | null;
 }
@@ -33,6 +36,7 @@ export interface RollupRow {
 /** The rollup row of a stored event (`receivedMs` when the caller already parsed receivedAt). */
 export function rollupRow(e: StoredEvent, receivedMs = Date.parse(e.receivedAt)): RollupRow {
   const duration = pageloadDuration(e);
+  const dims = dimensionNames(e);
   return {
     receivedMs,
     type: e.type,
@@ -41,7 +45,8 @@ export function rollupRow(e: StoredEvent, receivedMs = Date.parse(e.receivedAt))
     route: duration === null ? null : routeKey(e),
     duration,
     rating: feedbackRating(e),
-    dims: dimensionNames(e),
+    dims,
+    props: propertiesOf(e.type, dims[CUSTOM_EVENTS], e.data),
     vital: vitalOf(e),
   };
 }
@@ -68,8 +73,9 @@ export interface PartColumns {
   values: ArrayLike<number>;
   valueCounts: ArrayLike<number>;
   /**
-   * Breakdown names of every dimension the part holds (`dimEnds.length`: all of DIMENSIONS, or the
-   * first LEGACY_DIMENSIONS in a part kept before the others), one after the other: dimension d's are `dimNames` from
+   * Breakdown names of every dimension the part holds (`dimEnds.length`: PART_DIMENSIONS, that is
+   * DIMENSIONS and the properties; or in a part kept before them DIMENSIONS.length, or the first
+   * LEGACY_DIMENSIONS), one after the other: dimension d's are `dimNames` from
    * `dimEnds[d - 1]` (0 for the first) to `dimEnds[d]`, ascending. Name i has `dimCounts[i]`
    * events and the sessions `dimSessions` from `dimSessionEnds[i - 1]` to `dimSessionEnds[i]`,
    * as indices into the part's sessions in the order forEachSession gives them.
@@ -159,12 +165,12 @@ export class HourRollup implements RollupPart {
   private readonly sessions = new Map<string, number>();
   private readonly feedback = [0, 0, 0, 0, 0];
   private readonly routes = new Map<string, RouteCounts>();
-  private readonly dims = DIMENSIONS.map(() => new Map<string, NameCounts>());
+  private readonly dims = Array.from({ length: PART_DIMENSIONS }, () => new Map<string, NameCounts>());
   /**
    * The dimensions it holds: all, unless a part kept before the newer ones was merged in, whose
    * events are then missing from those (so they are left out of its columns, not given partial).
    */
-  private dimensions: number = DIMENSIONS.length;
+  private dimensions: number = PART_DIMENSIONS;
   /** Page → per metric (VITAL_NAMES index), value in units → events. */
   private readonly vitals = new Map<string, Map<number, Map<number, number>>>();
   /** columns() of the current content, dropped on every change. */
@@ -221,13 +227,18 @@ export class HourRollup implements RollupPart {
       if (r.count === 0) this.routes.delete(row.route);
     }
     row.dims.forEach((name, d) => {
-      if (name === null) return;
-      const n = this.nameCounts(d, name);
-      n.events += sign;
-      if (row.session) bump(n.sessions, row.session, sign);
-      if (n.events === 0) this.dims[d].delete(name);
+      if (name !== null) this.bumpName(d, name, row.session, sign);
     });
+    // An event's property names are distinct (one per key): each counts it once.
+    if (row.props) for (const name of row.props) this.bumpName(PROPERTIES, name, row.session, sign);
     if (row.vital) this.bumpVital(row.vital.page, row.vital.metric, row.vital.units, sign);
+  }
+
+  private bumpName(d: number, name: string, session: string | null, sign: 1 | -1) {
+    const n = this.nameCounts(d, name);
+    n.events += sign;
+    if (session) bump(n.sessions, session, sign);
+    if (n.events === 0) this.dims[d].delete(name);
   }
 
   private nameCounts(d: number, name: string): NameCounts {

@@ -5,7 +5,8 @@ import { HttpError, json, type JsonReply } from '../http.ts';
 import { parseStatsQuery, parseUserSync } from '../schema.ts';
 import { readScope, requireUser, type Context } from '../context.ts';
 import type { StatsRange } from '../stats.ts';
-import { environmentOf, MAX_ENVIRONMENT } from '../event-fields.ts';
+import { environmentOf, MAX_ENVIRONMENT, MAX_EVENT_NAME } from '../event-fields.ts';
+import { isPropertyKey, MAX_PROPERTY_KEY, type PropertyQuery } from '../properties.ts';
 import { ENVIRONMENT_STATS_BUDGET_MS, environmentStats, EnvironmentStatsTooLargeError } from '../environment-stats.ts';
 
 export async function stats(request: Request, ctx: Context): Promise<JsonReply> {
@@ -16,7 +17,8 @@ export async function stats(request: Request, ctx: Context): Promise<JsonReply> 
   const range = parseStatsQuery(params, now);
   const { owner, projectId } = await readScope(ctx, userId, params);
   const environment = environmentParam(params);
-  const asked = await withGoals(ctx, range, projectId);
+  const property = propertyParams(params, range);
+  const asked = await withGoals(ctx, property ? { ...range, property } : range, projectId);
   if (environment === undefined) return json(await ctx.store.stats(owner, now, asked, projectId));
   // From the environment's rollups; only an environment they cannot tell for is read from its events.
   const fromRollups = await ctx.store.statsOfEnvironment?.(owner, now, asked, projectId, environment);
@@ -39,6 +41,30 @@ function environmentParam(params: URLSearchParams): string | undefined {
     throw new HttpError(400, 'invalid_query', `Query parameter "environment" must be an environment name as stored: 1-${MAX_ENVIRONMENT} characters, no control characters, no surrounding spaces`);
   }
   return v;
+}
+
+/**
+ * `property=<key>`, `propertyKeys=1` and `event=<name>` (docs/api.md#properties): with a range
+ * only, a key as ingest counts them, a name as ingest keeps them. Absent or empty: none.
+ */
+function propertyParams(params: URLSearchParams, range: StatsRange | undefined): PropertyQuery | undefined {
+  const key = params.get('property') || undefined;
+  const keys = params.get('propertyKeys') || undefined;
+  const event = params.get('event') || undefined;
+  const bad = (message: string) => new HttpError(400, 'invalid_query', message);
+  if (key === undefined && keys === undefined) {
+    if (event !== undefined) throw bad('Query parameter "event" needs "property" or "propertyKeys"');
+    return undefined;
+  }
+  if (range?.from === undefined) throw bad('Query parameters "property" and "propertyKeys" need a range ("from")');
+  if (key !== undefined && !isPropertyKey(key)) {
+    throw bad(`Query parameter "property" must be a property key: 1-${MAX_PROPERTY_KEY} characters, no control characters`);
+  }
+  if (keys !== undefined && keys !== '1' && keys !== 'true') throw bad('Query parameter "propertyKeys" must be "1" or "true"');
+  if (event !== undefined && (event.trim() !== event || event.length > MAX_EVENT_NAME)) {
+    throw bad(`Query parameter "event" must be a custom event name as stored: 1-${MAX_EVENT_NAME} characters, no surrounding spaces`);
+  }
+  return { ...(key !== undefined ? { key } : {}), ...(event !== undefined ? { event } : {}), ...(keys !== undefined ? { keys: true } : {}) };
 }
 
 /** A project's range counts its goals too (docs/api.md#goals); without a range or a project, none. */

@@ -39,7 +39,7 @@ async function start(name: string, s: NonNullable<typeof session>) {
     remove: async (project, id) => void await answer(await api(`/api/projects/${encodeURIComponent(project)}/goals/${encodeURIComponent(id)}`, { method: 'DELETE' })),
     changed: () => reload(),
   });
-  const view = createDashboardView({ live: true, ranges: true, projects: true, goals });
+  const view = createDashboardView({ live: true, ranges: true, projects: true, goals, properties: true });
   renderTopbar('dashboard', { ...s, displayName: name });
   byId('dashboard').replaceChildren(view.root);
 
@@ -47,8 +47,8 @@ async function start(name: string, s: NonNullable<typeof session>) {
     view.setNotice(`${what} could not be loaded (${r.status}${r.status === 503 ? ', the identity provider or the database is unavailable' : ''}); new events will retry.`);
 
   const dashboard = runDashboard(view, {
-    async stats(span, project) {
-      const r = await api(`/api/stats${statsQuery(span, project)}`);
+    async stats(span, project, ask) {
+      const r = await api(`/api/stats${statsQuery(span, project, ask)}`);
       if (!r.ok) {
         failed('Statistics', r);
         return null;

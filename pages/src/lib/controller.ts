@@ -4,12 +4,15 @@
 // change, restore on back/forward, and drop answers to requests that a newer one has replaced.
 import type { StoredEvent } from '../../../lib/event.ts';
 import type { Stats } from '../../../lib/stats.ts';
-import { endsNow, previousSpan, readState, spanOf, writeState, type Span, type ViewState } from './range.ts';
+import { endsNow, previousSpan, readState, spanOf, writeState, type PropertyAsk, type Span, type ViewState } from './range.ts';
 import type { DashboardView, Filters } from './view.ts';
 
 export interface DashboardSource {
-  /** Statistics over a span (null: everything) of a project ('' all); null when they could not be had (the source says why). */
-  stats(span: Span | null, project: string): Promise<Stats | null>;
+  /**
+   * Statistics over a span (null: everything) of a project ('' all); null when they could not be
+   * had (the source says why). `ask`: the custom event properties to answer too, if the source can.
+   */
+  stats(span: Span | null, project: string, ask?: PropertyAsk): Promise<Stats | null>;
   /** The most recent events of a span that pass the filters (project included); null when they could not be had. */
   events(span: Span | null, filters: Filters): Promise<StoredEvent[] | null>;
   /** Offers every event of the span and filters as a file. */
@@ -36,7 +39,7 @@ export function runDashboard(view: DashboardView, source: DashboardSource, clock
     const now = clock();
     const span = spanOf(state, now);
     const project = state.project;
-    const stats = await source.stats(span, project);
+    const stats = await source.stats(span, project, { property: state.property, event: state.event });
     if (gen !== generation || !stats) return null;
     view.showStats(stats, { span, now });
     return async () => {
@@ -69,6 +72,7 @@ export function runDashboard(view: DashboardView, source: DashboardSource, clock
     state = next;
     view.setState(state);
     if (change.range !== undefined || change.project !== undefined) void load('all', true);
+    else if (change.property !== undefined || change.event !== undefined) void load();
     else if (change.type !== undefined || change.version !== undefined) void load('events');
   });
   addEventListener('popstate', () => {

@@ -27,6 +27,9 @@ export interface ViewState {
   type: string;
   version: string;
   route: string;
+  /** The custom event property whose values are shown ('' none), and of which event ('' all). */
+  property: string;
+  event: string;
 }
 
 /** A time span for the API: [from, to) in ms, or null for "everything stored". */
@@ -61,7 +64,11 @@ export function readState(search: string): ViewState {
   }
   // Project ids are digits (docs/api.md#projects); anything else means every project.
   const project = /^\d{1,20}$/.test(q.get('project') ?? '') ? q.get('project')! : '';
-  return { range, from, to, project, type: text('type'), version: text('version'), route: text('route') };
+  // A property key as the API takes them (docs/api.md#properties); anything else is no choice.
+  const key = q.get('property') ?? '';
+  const property = key.length <= 40 && !/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(key) ? key : '';
+  const event = text('event').trim().slice(0, 100);
+  return { range, from, to, project, type: text('type'), version: text('version'), route: text('route'), property, event };
 }
 
 /** The query string of a view (with its `?`, or '' for the default view): only what differs from the default. */
@@ -72,7 +79,7 @@ export function writeState(s: ViewState): string {
     q.set('from', s.from);
     q.set('to', s.to);
   }
-  for (const k of ['project', 'type', 'version', 'route'] as const) if (s[k]) q.set(k, s[k]);
+  for (const k of ['project', 'type', 'version', 'route', 'property', 'event'] as const) if (s[k]) q.set(k, s[k]);
   const text = q.toString();
   return text ? `?${text}` : '';
 }
@@ -103,10 +110,19 @@ export const previousSpan = (span: Span): Span => ({ from: 2 * span.from - span.
 export const endsNow = (s: Pick<ViewState, 'range' | 'from' | 'to'>, now: number): boolean =>
   s.range !== 'custom' || parseDay(s.to) + DAY > now;
 
+/** What the properties panel asks with the range's statistics. */
+export type PropertyAsk = Pick<ViewState, 'property' | 'event'>;
+
 /** Query parameters of GET /api/stats for a span (none for "all") and a project ('' for all of them). */
-export function statsQuery(span: Span | null, project = ''): string {
+export function statsQuery(span: Span | null, project = '', ask?: PropertyAsk): string {
   const q = new URLSearchParams(span ? { from: new Date(span.from).toISOString(), to: new Date(span.to).toISOString(), interval: span.interval } : {});
   if (project) q.set('project', project);
+  // Properties come with a range only: the keys seen, and the chosen key's values (of one event).
+  if (span && ask) {
+    q.set('propertyKeys', '1');
+    if (ask.property) q.set('property', ask.property);
+    if (ask.event) q.set('event', ask.event);
+  }
   const text = q.toString();
   return text ? `?${text}` : '';
 }

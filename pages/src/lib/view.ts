@@ -9,6 +9,7 @@ import { el, fmt, formatTime, summarize } from './dom.ts';
 import { scriptTag, type Project } from './projects.ts';
 import { delta, describeRange, parseDay, PRESETS, type RangeKey, type Span, type ViewState } from './range.ts';
 import type { GoalsPanel } from './goals.ts';
+import { createPropertiesPanel } from './properties.ts';
 import { csvButton, fillBarTable, fillTable, tableFor, type TableModel } from './tables.ts';
 import { BREAKDOWN_PANELS, vitalCells, vitalText, VITAL_ROWS, type BreakdownKey } from './breakdowns.ts';
 import { VITAL_NAMES } from '../../../lib/breakdowns.ts';
@@ -85,8 +86,11 @@ function scroller(table: HTMLTableElement, label: string): HTMLElement {
   return el('div', { class: 'table-wrap', attrs: { tabindex: '0', role: 'region', 'aria-label': label } }, table);
 }
 
-/** `goals`: the Goals panel, shown for the chosen project (the signed-in dashboard's). */
-export function createDashboardView(options: { live: boolean; ranges: boolean; projects?: boolean; goals?: GoalsPanel }): DashboardView {
+/**
+ * `goals`: the Goals panel, shown for the chosen project (the signed-in dashboard's); `properties`:
+ * the custom event properties panel, for a source that answers them.
+ */
+export function createDashboardView(options: { live: boolean; ranges: boolean; projects?: boolean; goals?: GoalsPanel; properties?: boolean }): DashboardView {
   const charts = new Map<string, Chart>();
   const chart = (key: string, make: () => Chart) => {
     charts.get(key)?.destroy();
@@ -196,6 +200,8 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
       scroller(tableFor(b.columns, body), b.title));
   });
   for (const p of breakdownPanels) p.classList.add('panel-breakdown');
+  // Beside the custom events; its choice is view state like the range (emit is bound below).
+  const propertiesPanel = options.properties ? createPropertiesPanel((c) => emit(c)) : null;
   const vitalsList = el('ul', { class: 'vitals', attrs: { 'aria-label': 'p75 of each web vital' } });
   const vitalsNote = el('p', { class: 'note' });
   const vitalPagesBody = el('tbody');
@@ -220,6 +226,7 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
       routeChart, dataDetails(tableFor(['Time', 'Duration ms', 'TTFB ms'], routePointsBody))),
     vitalsPanel,
     ...breakdownPanels,
+    propertiesPanel?.root ?? null,
     panel('Feedback', 'feedback', [csvButton('feedback', model('feedback'))],
       feedbackChart, feedbackNote, dataDetails(tableFor(['Rating', 'Count'], feedbackBody))),
     panel('Events by type', 'types', [csvButton('events by type', model('types'))], typesList),
@@ -413,6 +420,7 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
       followProject();
     },
     setState(s) {
+      propertiesPanel?.setState(s);
       if (s.project && ![...projectSelect.options].some((o) => o.value === s.project)) {
         projectSelect.append(el('option', { text: `Project ${s.project}`, attrs: { value: s.project } }));
       }
@@ -457,6 +465,7 @@ export function createDashboardView(options: { live: boolean; ranges: boolean; p
     showStats(stats, ctx) {
       latest = stats;
       options.goals?.showStats(stats, ctx.span !== null);
+      propertiesPanel?.showStats(stats, ctx.span !== null);
       const now = ctx.now ?? Date.now();
       kActive.value.textContent = fmt.format(stats.activeUsers);
       kTotal.value.textContent = fmt.format(stats.totalEvents);

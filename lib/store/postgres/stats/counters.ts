@@ -4,7 +4,7 @@
 // rows, the signatures of the edges' whole minutes and the rollups of blocks wholly inside the
 // edges, and
 // the active sessions of the last minutes.
-import { TYPE, DAY_SESSIONS, HOUR_SESSIONS } from '../../../rollup/counters.ts';
+import { TYPE, DAY_SESSIONS, HOUR_SESSIONS, PROPERTY } from '../../../rollup/counters.ts';
 import { ACTIVE_WINDOW_MS } from '../../../stats.ts';
 import { blockSessions } from '../reads/owner.ts';
 import { pgArray } from '../sql.ts';
@@ -24,7 +24,7 @@ export interface CountersRow {
 }
 
 export async function readCounters(q: StatsQuery): Promise<CountersRow> {
-  const { sql, plan, user, scope, project, now, iso, h0, h1, breakdowns, notRead, perBucket, anyOf, received, reaching, active, seenCounts, seenAfter,
+  const { sql, plan, user, scope, project, now, iso, h0, h1, breakdowns, properties, notRead, perBucket, anyOf, received, reaching, active, seenCounts, seenAfter,
     cut, rolled, cachedBlocks, inSpans, counterDays, sessionRowDays, sessionSpans, ofProject, inRange, cachedFolds, minuteSpans, heldMinutes } = q;
   const [row] = await sql<CountersRow[]>`
     with minutes as materialized (
@@ -55,6 +55,7 @@ export async function readCounters(q: StatsQuery): Promise<CountersRow> {
       (select coalesce(json_agg(json_build_array(kind, key, sessions)), '[]') from (
          select kind::text, key, array_agg(distinct session) as sessions from watchtower_breakdown_sessions
          where ${breakdowns && h0 < h1}::boolean and user_id = ${user} and scope = ${scope} and (${inSpans(daySpans(sessionRowDays, h0, h1))})
+           and (${properties}::boolean or kind <> ${PROPERTY}::"char")
          group by kind, key) t) as breakdown_sessions,
       -- The whole minutes of the edges' rows, each with its signature and whether this instance
       -- holds its rollup as it is (./edge-minutes.ts). The edges' events themselves are read

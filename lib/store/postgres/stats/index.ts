@@ -28,6 +28,10 @@ export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCa
   let dimensionsFromHour: number | undefined;
   const dimensionsFrom = async () =>
     (dimensionsFromHour ??= (await sql<{ hour: number }[]>`select hour from watchtower_dimensions_from`)[0]?.hour ?? -Infinity);
+  // The first hour whose events all have property counters (migration 20).
+  let propertiesFromHour: number | undefined;
+  const propertiesFrom = async () =>
+    (propertiesFromHour ??= (await sql<{ hour: number }[]>`select hour from watchtower_properties_from`)[0]?.hour ?? -Infinity);
   return async (userId, now, range, projectId): Promise<Stats> => {
     const user = col(userId)!, scope = col(scopeOf(projectId))!;
     // A bad range is a RangeError before any query.
@@ -55,7 +59,7 @@ export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCa
       }
       const plan = planStats(now, range, latest);
       return statsOf(sql, dayCache, edgeMinutes, plan, user, scope, projectId === undefined ? null : col(projectId),
-        await days, (f, want, known) => newest(f, want, undefined, known), readOwner, [await breakdownsFrom(), await dimensionsFrom()]);
+        await days, (f, want, known) => newest(f, want, undefined, known), readOwner, [await breakdownsFrom(), await dimensionsFrom(), await propertiesFrom()]);
     });
   };
 }
@@ -73,8 +77,8 @@ export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCa
  * never a transaction (see guard).
  */
 async function statsOf(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeMinuteCache, plan: StatsPlan, user: string, scope: string, project: string | null,
-  userDays: readonly EventDay[], newest: NewestOf, read: OwnerRead, [breakdownsFrom, dimensionsFrom]: [number, number]): Promise<Stats> {
-  const q = planQuery(sql, cache, minutes, plan, user, scope, project, userDays, breakdownsFrom, dimensionsFrom);
+  userDays: readonly EventDay[], newest: NewestOf, read: OwnerRead, [breakdownsFrom, dimensionsFrom, propertiesFrom]: [number, number, number]): Promise<Stats> {
+  const q = planQuery(sql, cache, minutes, plan, user, scope, project, userDays, breakdownsFrom, dimensionsFrom, propertiesFrom);
   const { window, days } = q;
   const latest = Promise.all([newest({ ...window, type: 'error' }, RECENT_ERRORS, days), newest(window, RECENT_ACTIVITY, days)]);
   // Settled even if the main statement fails first, so that no rejection goes unhandled.

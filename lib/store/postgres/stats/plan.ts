@@ -4,8 +4,8 @@
 import type postgres from 'postgres';
 import type { StatsPlan } from '../../../rollup/assemble.ts';
 import type { RollupPart } from '../../../rollup/hour.ts';
-import { DIMENSIONS, LEGACY_DIMENSIONS } from '../../../breakdowns.ts';
-import { DAY_SESSIONS, DIM_KINDS, HOUR_SESSIONS, VITAL_KINDS } from '../../../rollup/counters.ts';
+import { DIMENSIONS, LEGACY_DIMENSIONS, PART_DIMENSIONS } from '../../../breakdowns.ts';
+import { DAY_SESSIONS, DIM_KINDS, HOUR_SESSIONS, PROPERTY, VITAL_KINDS } from '../../../rollup/counters.ts';
 import { ACTIVE_WINDOW_MS, DAY_MS, HOUR_MS, SERIES_DAYS } from '../../../stats.ts';
 import { isoBounds } from '../../filter.ts';
 import type { EventFilter } from '../../types.ts';
@@ -28,15 +28,17 @@ export const BLOCKS = '\u0001blocks';
 export type StatsQuery = ReturnType<typeof planQuery>;
 
 export function planQuery(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeMinuteCache, plan: StatsPlan, user: string, scope: string, project: string | null,
-  userDays: readonly EventDay[], breakdownsFrom: number, dimensionsFrom: number) {
+  userDays: readonly EventDay[], breakdownsFrom: number, dimensionsFrom: number, propertiesFrom = -Infinity) {
   const { now, range: r } = plan;
   const [h0, h1] = plan.fullHours;
   // Breakdowns with a range that starts where every event has their counters (see migration 5);
   // without them their counters are not even read.
   const breakdowns = r !== null && r.from >= breakdownsFrom * HOUR_MS;
   // The newer dimensions likewise, from migration 18 (their counters are read all the same).
-  const dimensions = r !== null && r.from >= dimensionsFrom * HOUR_MS ? DIMENSIONS.length : LEGACY_DIMENSIONS;
-  const notRead = [HOUR_SESSIONS, DAY_SESSIONS, ...(breakdowns ? [] : [...DIM_KINDS, ...VITAL_KINDS])];
+  // Properties likewise from migration 20; their counters and sessions are read only when asked.
+  const dimensions = r === null || r.from < dimensionsFrom * HOUR_MS ? LEGACY_DIMENSIONS : r.from < propertiesFrom * HOUR_MS ? DIMENSIONS.length : PART_DIMENSIONS;
+  const properties = breakdowns && plan.property !== null;
+  const notRead = [HOUR_SESSIONS, DAY_SESSIONS, ...(breakdowns ? (properties ? [] : [PROPERTY]) : [...DIM_KINDS, ...VITAL_KINDS])];
   const perBucket = r ? r.bucketMs / HOUR_MS : 24;
   const today = Math.floor(now / DAY_MS);
   // Session counters: of the range's whole hours, or of the days of the series without a range.
@@ -96,7 +98,7 @@ export function planQuery(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeM
   // their rows are as they were (see ./edge-minutes.ts).
   const minuteSpans = wholeMinutes(plan.rawSpans);
   const heldMinutes = minuteSpans.length ? minutes.held(user, scope, minuteSpans) : new Map<string, RollupPart>();
-  return { minutes, minuteSpans, heldMinutes, sql, cache, plan, user, scope, project, userDays, now, r, h0, h1, breakdowns, dimensions, notRead, perBucket, s0, s1, iso, anyOf, received, reaching, active, seenCounts, seenAfter, cut, rolled, blocksCached, cachedBlocks, inSpans, counterDays, sessionRowDays, sessionDays, cachedSessions, ofProject, inRange, cached, cachedFolds, window, days, sessionSpans };
+  return { minutes, minuteSpans, heldMinutes, sql, cache, plan, user, scope, project, userDays, now, r, h0, h1, breakdowns, dimensions, properties, notRead, perBucket, s0, s1, iso, anyOf, received, reaching, active, seenCounts, seenAfter, cut, rolled, blocksCached, cachedBlocks, inSpans, counterDays, sessionRowDays, sessionDays, cachedSessions, ofProject, inRange, cached, cachedFolds, window, days, sessionSpans };
 }
 
 /**

@@ -1,6 +1,7 @@
 // The backfill of old manifests: segments sealed before project statistics were kept (manifest
 // layouts 1 and 3) have no project parts, and segments sealed before the newer breakdown
-// dimensions (lib/breakdowns.ts LEGACY_DIMENSIONS) have parts without them. Idle time rolls them
+// dimensions (lib/breakdowns.ts LEGACY_DIMENSIONS) or before custom event properties
+// (PART_DIMENSIONS) have parts without them. Idle time rolls them
 // up from the rows, newest segment first, a slice of seqs at a time, and rewrites the manifest
 // before the parts count. Until then a project's statistics read those segments' rows (reads.ts),
 // and statistics over parts without the newer dimensions leave their lists out (assembleStats).

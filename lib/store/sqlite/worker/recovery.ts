@@ -3,7 +3,7 @@
 // thread. docs/architecture.md (SQLite store, Start-up and Time segments) says why each step.
 import { basename, dirname, join } from 'node:path';
 import type { Database, SqlJsStatic } from 'sql.js';
-import { DIMENSIONS } from '../../../breakdowns.ts';
+import { PART_DIMENSIONS } from '../../../breakdowns.ts';
 import { FrozenHour } from '../../../rollup/codec.ts';
 import { removeGradually, type StoreFs } from '../../fs.ts';
 import { funnelIndexFile } from '../funnel-index.ts';
@@ -172,7 +172,8 @@ function derive(engine: Engine, manifests: Manifest[], windowsCutoff: number): v
   // those of segments without project parts, and those of the newest if it kept no project windows.
   const newest = manifests[manifests.length - 1];
   const unknown = held.filter((m) => !m.projectsKnown);
-  // Segments with parts kept before the newer dimensions: rebuilt from their rows (backfill.ts).
+  // Segments with parts kept before the newer dimensions or before properties: rebuilt from their
+  // rows (backfill.ts), which hold the events' data.
   const older = new Set<number>();
   const missed = [...unknown, ...(newest && newest.projectWindows === null ? [newest] : [])];
   scopes.projectWindowsFrom = missed.length ? Math.max(...missed.map((m) => m.maxReceived)) + 1 : -Infinity;
@@ -182,7 +183,7 @@ function derive(engine: Engine, manifests: Manifest[], windowsCutoff: number): v
   for (const m of held) {
     const set = (owner: string, project: string | undefined, bytes: Uint8Array) => {
       const part = FrozenHour.decode(bytes);
-      if (part.dimensions < DIMENSIONS.length) older.add(m.id);
+      if (part.dimensions < PART_DIMENSIONS) older.add(m.id);
       scopes.setPart(owner, project, part, m.id);
     };
     for (const [owner, { parts, projects }] of Object.entries(m.owners)) {
