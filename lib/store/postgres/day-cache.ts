@@ -1,5 +1,6 @@
 // What an instance keeps of the PostgreSQL store's rollups between statistics requests: decoded
-// fold rows (and blocks' rollups), and the session counters of days that no longer change.
+// fold rows (and blocks' rollups), the session counters of days that no longer change, and the
+// latest points read from whole closed days (stats/points.ts).
 import type { FrozenHour } from '../../rollup/codec.ts';
 import type { RollupPart } from '../../rollup/hour.ts';
 
@@ -7,6 +8,12 @@ import type { RollupPart } from '../../rollup/hour.ts';
 export type SessionCount = [string, number, number];
 /** Days of session counters kept per instance (a day is ~25 rows per user and scope). */
 const SESSION_DAYS = 100_000;
+/**
+ * Answers of kept points (stats/points.ts) held per instance, and per user: one is up to ~40 routes'
+ * 100 points (~250 KB at most), and a user's dashboard asks a handful of ranges over and over.
+ */
+const POINT_ANSWERS = 64;
+const POINT_ANSWERS_PER_USER = 4;
 
 /** A day's cached fold rows (fold → its hour parts), and their parts merged into one, if built. */
 export interface CachedDay { folds: Map<number, FrozenHour[]>; merged: { folds: string; part: RollupPart } | null }
@@ -22,6 +29,7 @@ export class DayPartCache {
   private readonly order = new Map<string, { group: string; day: number; fold: number; bytes: number }>();
   private bytes = 0;
   private readonly sessions = new Map<string, readonly SessionCount[]>();
+  private readonly points = new Map<string, { user: string; value: Promise<unknown> }>();
   constructor(private readonly budget: number) {}
 
   /** The cached days of a user and scope (marked as just used). */
@@ -75,6 +83,37 @@ export class DayPartCache {
       if (this.sessions.size <= SESSION_DAYS) break;
       this.sessions.delete(k);
     }
+  }
+
+  /**
+   * The kept points of whole closed days, read by `load` unless an answer to the same question is
+   * held. `key` must name everything the answer depends on: the scope, each day with its pointed
+   * count (a late event moved into a day changes it), and the routes. Least recently used first
+   * out, at most POINT_ANSWERS_PER_USER per user, so one user's ranges cannot push out the others'.
+   * A failed read is not kept. The answer is shared: callers must not change it.
+   */
+  keptPoints<T>(user: string, key: string, load: () => Promise<T>): Promise<T> {
+    const k = `${user}\u0000${key}`;
+    const held = this.points.get(k);
+    if (held) {
+      this.points.delete(k);
+      this.points.set(k, held);
+      return held.value as Promise<T>;
+    }
+    const value = load();
+    value.catch(() => {
+      if (this.points.get(k)?.value === value) this.points.delete(k);
+    });
+    this.points.set(k, { user, value });
+    let mine = 0;
+    for (const entry of this.points.values()) if (entry.user === user) mine++;
+    for (const [old, entry] of this.points) {
+      if (this.points.size <= POINT_ANSWERS && mine <= POINT_ANSWERS_PER_USER) break;
+      if (mine > POINT_ANSWERS_PER_USER && entry.user !== user) continue;
+      this.points.delete(old);
+      if (entry.user === user) mine--;
+    }
+    return value;
   }
 
   set(user: string, scope: string, day: number, fold: number, parts: FrozenHour[]): void {

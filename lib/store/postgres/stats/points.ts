@@ -22,7 +22,7 @@ export interface PointReads {
 
 /** Starts reading the points of the routes guessed from the cached days (see PointReads). */
 export function readLatestPoints(q: StatsQuery, read: OwnerRead): PointReads {
-  const { sql, user, scope, r, days, ofProject, inRange, iso, cached, h0, h1 } = q;
+  const { sql, user, scope, r, days, ofProject, inRange, iso, cached, cache, h0, h1 } = q;
   /**
    * The latest points of routes (route → its count in range), newest first, from the days that
    * hold them: as many of the newest days as the rarest route's share of the user's events says
@@ -39,7 +39,11 @@ export function readLatestPoints(q: StatsQuery, read: OwnerRead): PointReads {
   // not read.
   const pointsOf = async (counts: ReadonlyMap<string, number>) => {
     const keys = [...counts.keys()];
-    const kept = pointed.length ? await keptPoints(sql, user, scope, pointed.map((d) => d.day), keys) : new Map<string, PointRow[]>();
+    // Whole closed days' kept points change only when a late event moves into one (its pointed count).
+    const key = `${scope}\u0000${pointed.map((d) => `${d.day}:${d.pointed}`).join(',')}\u0000${[...keys].sort().join('\u0000')}`;
+    const kept = pointed.length
+      ? await cache.keptPoints(user, key, () => keptPoints(sql, user, scope, pointed.map((d) => d.day), keys))
+      : new Map<string, PointRow[]>();
     let oldest = Infinity;
     for (const route of keys) oldest = Math.min(oldest, (kept.get(route) ?? []).length < LATENCY_POINTS ? -Infinity : Number(kept.get(route)![LATENCY_POINTS - 1].seq));
     const days = unpointed.filter((d) => d.last > oldest);
