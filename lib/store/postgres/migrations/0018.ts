@@ -16,4 +16,46 @@ export const MIGRATIONS_18_ON: readonly Migration[] = [
         select coalesce(floor(extract(epoch from max(received_at)) / 3600)::integer + 1, -2147483648) from watchtower_events;
     `,
   },
+  {
+    version: 19,
+    name: 'environment scopes',
+    // Statistics scopes of environments (lib/environment-scopes.ts): at most `bound` (10) names per
+    // owner, the first ones sent, given by watchtower_admit_environments before an insert counts them.
+    // watchtower_environment_owners holds, per owner, whether a name was refused ("full", never
+    // unset here: a conservative answer, the name is read from its events) and the end of the
+    // last day with events stored before this version (legacy_until): those were counted in no
+    // environment's scope, so a range starting earlier is not answered from the scopes. The
+    // owner's row is locked while names are admitted, so that instances admitting at once never
+    // give more than the bound (each statement of the function sees what was committed before it).
+    sql: `
+      create table watchtower_environment_owners (
+        user_id text primary key, "full" boolean not null default false, legacy_until timestamptz);
+      insert into watchtower_environment_owners (user_id, legacy_until)
+        select user_id, to_timestamp((max(day) + 1) * 86400.0) from watchtower_event_days where user_id <> '' group by user_id;
+      create table watchtower_environment_scopes (
+        user_id text not null, name text not null, since timestamptz not null, primary key (user_id, name));
+      create function watchtower_admit_environments(owners text[], names text[], sent timestamptz[], bound integer)
+        returns table (owner text, name text)
+        language plpgsql as $fn$
+        declare u text; n text; s timestamptz; refused boolean; held integer;
+        begin
+          for u, n, s in select * from unnest(owners, names, sent) as t(u, n, s) order by 1, 2 loop
+            insert into watchtower_environment_owners (user_id) values (u) on conflict do nothing;
+            select o."full" into refused from watchtower_environment_owners o where o.user_id = u for update;
+            if exists (select 1 from watchtower_environment_scopes e where e.user_id = u and e.name = n) then
+              owner := u; name := n; return next;
+            elsif not refused then
+              select count(*) into held from watchtower_environment_scopes e where e.user_id = u;
+              if held < bound then
+                insert into watchtower_environment_scopes (user_id, name, since) values (u, n, s);
+                owner := u; name := n; return next;
+              else
+                update watchtower_environment_owners o set "full" = true where o.user_id = u;
+              end if;
+            end if;
+          end loop;
+        end
+        $fn$;
+    `,
+  },
 ];
