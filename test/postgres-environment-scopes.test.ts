@@ -124,6 +124,23 @@ if (reason !== null && !REQUIRE_POSTGRES) {
     await checkFromScopes(store, all, now, ranges(14, 14, span), 'folded');
   });
 
+  test('a block wholly inside a range\'s edge is unpacked for an environment (its rollup is of all the owner\'s events)', async () => {
+    const { store, sql } = await open();
+    const now = Date.now();
+    const today = Math.floor(now / DAY) * DAY;
+    // One owner's closed day: 30 events within minutes 20–40 of an hour, so the day is one block.
+    const at = today - 10 * HOUR + 20 * 60_000;
+    const all = Array.from({ length: 30 }, (_, i) => normalise({ type: i % 3 ? 'click' : 'error', sessionId: `s${i % 4}`, environment: ENVS[i % ENVS.length] },
+      { now: at + i * 40_000, owner: 'frank', newId: () => `f-${i}` }));
+    all.forEach((e, i) => { if (i % 2) e.projectId = 'p1'; });
+    await store.insert(all);
+    await compactClosedDays(sql, today + COMPACT_AFTER_MS);
+    const [{ blocks }] = await sql`select count(*)::int as blocks from watchtower_event_blocks where user_id = 'frank'`;
+    assert.is(blocks, 1);
+    // Edges inside the block's hour: the block lies wholly inside the first one.
+    await checkFromScopes(store, all, now, [{ from: at - 5 * 60_000, to: now }, { from: at - 60_000, to: at + 30 * 60_000, interval: 'hour' }], 'edge block', 'frank');
+  });
+
   test(`at most ${MAX_ENVIRONMENT_SCOPES} names per owner, also when two instances admit at once`, async () => {
     const { db, store, sql, again } = await open();
     const other = await again();
