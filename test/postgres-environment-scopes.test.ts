@@ -171,6 +171,11 @@ if (reason !== null && !REQUIRE_POSTGRES) {
     assert.is(await other.statsOfEnvironment!('carol', now, { from: now - HOUR }, undefined, 'late'), null);
     const [{ after }] = await sql`select count(*)::int as after from watchtower_environment_scopes where user_id = 'carol'`;
     assert.is(after, MAX_ENVIRONMENT_SCOPES);
+    // One batch of 12 new names: the first 10 sent get scopes.
+    const batch = Array.from({ length: 12 }, (_, i) => normalise({ type: 'click', environment: `g${11 - i}` }, { now: now - 200 + i, owner: 'gina', newId: () => `g-${i}` }));
+    await store.insert(batch);
+    const gina = (await sql<{ name: string }[]>`select name from watchtower_environment_scopes where user_id = 'gina' order by name`).map((r) => r.name);
+    assert.equal(gina, batch.slice(0, MAX_ENVIRONMENT_SCOPES).map((e) => e.environment).sort());
     // The bound under many admissions at once (as many instances would send them), on connections of their own.
     const pool = postgres(db.url, { max: 8, onnotice: () => {}, fetch_types: false });
     try {

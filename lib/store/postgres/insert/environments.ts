@@ -8,7 +8,7 @@
 import type postgres from 'postgres';
 import { environmentOfEvent, MAX_ENVIRONMENT_SCOPES } from '../../../environment-scopes.ts';
 import type { StoredEvent } from '../../../event.ts';
-import { col, pgArray } from '../sql.ts';
+import { col, pgArray, type Guard } from '../sql.ts';
 
 /** Decisions kept per instance (owner and name): cleared whole past this, then asked again. */
 const MAX_DECIDED = 50_000;
@@ -16,12 +16,13 @@ const MAX_DECIDED = 50_000;
 /** Whether an owner's events of an environment are counted in its scopes. */
 export type Admitted = (userId: string, environment: string) => boolean;
 
-export function environmentAdmission(sql: postgres.Sql) {
+export function environmentAdmission(sql: postgres.Sql, guard: Guard) {
   const decided = new Map<string, boolean>();
   const keyOf = (user: string, name: string) => `${user}\u0000${name}`;
   return async (batch: readonly StoredEvent[]): Promise<Admitted> => {
     // This batch's decisions, apart from the instance's (which may be cleared meanwhile).
     const mine = new Map<string, boolean>();
+    // In the order first sent: the function admits an owner's names in that order.
     const asked = new Map<string, { user: string; name: string; sent: string }>();
     for (const e of batch) {
       if (e.user_id === null) continue;
@@ -39,9 +40,9 @@ export function environmentAdmission(sql: postgres.Sql) {
     }
     if (asked.size) {
       const list = [...asked.values()];
-      const rows = await sql<{ owner: string; name: string }[]>`
+      const rows = await guard('insert', () => sql<{ owner: string; name: string }[]>`
         select owner, name from watchtower_admit_environments(${pgArray(list.map((a) => a.user))}::text[],
-          ${pgArray(list.map((a) => a.name))}::text[], ${pgArray(list.map((a) => a.sent))}::timestamptz[], ${MAX_ENVIRONMENT_SCOPES}::integer)`;
+          ${pgArray(list.map((a) => a.name))}::text[], ${pgArray(list.map((a) => a.sent))}::timestamptz[], ${MAX_ENVIRONMENT_SCOPES}::integer)`);
       if (decided.size + asked.size > MAX_DECIDED) decided.clear();
       for (const k of asked.keys()) mine.set(k, false);
       for (const r of rows) mine.set(keyOf(r.owner, r.name), true);

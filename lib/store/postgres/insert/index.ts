@@ -28,7 +28,7 @@ export interface InsertOptions {
 export function insertPath(sql: postgres.Sql, guard: Guard, { knownDays, ensurePartitions }: Partitions,
   { channel, instance, log, stored }: InsertOptions): Store['insert'] {
   const { batchStatement, insertStatement } = insertStatements(sql, guard, channel, instance);
-  const admit = environmentAdmission(sql);
+  const admit = environmentAdmission(sql, guard);
   /**
    * Inserts distinct events; resolves to the keys that were newly stored. The batch statement
    * first: it stores the whole batch, or, when an id of it is stored already (a retry), fails

@@ -39,7 +39,8 @@ export const MIGRATIONS_18_ON: readonly Migration[] = [
         language plpgsql as $fn$
         declare u text; n text; s timestamptz; refused boolean; held integer;
         begin
-          for u, n, s in select * from unnest(owners, names, sent) as t(u, n, s) order by 1, 2 loop
+          -- Owners in one order (no two calls wait on each other's locks), names as sent.
+          for u, n, s in select t.u, t.n, t.s from unnest(owners, names, sent) with ordinality as t(u, n, s, i) order by t.u, t.i loop
             insert into watchtower_environment_owners (user_id) values (u) on conflict do nothing;
             select o."full" into refused from watchtower_environment_owners o where o.user_id = u for update;
             if exists (select 1 from watchtower_environment_scopes e where e.user_id = u and e.name = n) then
