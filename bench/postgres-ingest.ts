@@ -3,7 +3,7 @@
 // the bench's batch of 20 at a time, owned by one user (so rolled up), for SECONDS each run, each
 // run on a fresh database. Rounds alternate the two codes, so that both see the same moments of a
 // shared machine; the figures to compare are the per-round pairs.
-// `BENCH_BASELINE_COMMIT=<commit> npm run bench:postgres-ingest`.
+// `BENCH_BASELINE_COMMIT=<commit> npm run bench:postgres-ingest` (BENCH_ENVIRONMENTS=1: see body).
 // `BENCH_DATABASE=<name> npm run bench:postgres-ingest` compares instead this store on a fresh
 // database with this store on a loaded one (left as it was found, but for the events inserted),
 // such as the one `BENCH_KEEP_DB=1 npm run bench:postgres` keeps.
@@ -24,9 +24,12 @@ const CONCURRENCY = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const LOADED = process.env.BENCH_DATABASE;
 const BROWSER = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
-// The batch of bench/postgres.ts.
+// The batch of bench/postgres.ts; with BENCH_ENVIRONMENTS=1 its events carry four environment names
+// (as bench/payloads.ts), counted in scopes of their own (lib/environment-scopes.ts).
+const environments = process.env.BENCH_ENVIRONMENTS === '1';
 const body = JSON.stringify({
   events: Array.from({ length: 20 }, (_, i) => ({
+    ...(environments ? { environment: ['production', 'production', 'staging', 'preview'][i % 4] } : {}),
     type: ['pageload', 'click', 'error', 'custom'][i % 4], sessionId: `session-${i % 7}`, deployVersion: '1.4.2',
     url: `https://shop.example/products/${i}`, route: '/products/:id', data: i % 4 === 0 ? { duration: 420 + i, ttfb: 80 } : { target: 'button#buy' },
   })),

@@ -1229,7 +1229,16 @@ async function register() {
   });
 
   /** The schema as version 10 left it: the events of blocks back as rows, no issue feed (versions 12 and 13). */
+  /**
+   * The schema as version 10 left it: the events of blocks back as rows, no issue feed (versions 12
+   * and 13), no environment scopes (version 19).
+   */
   const asVersion10 = (sql: postgres.Sql) => sql.unsafe(`
+    drop function watchtower_admit_environments;
+    drop table watchtower_environment_scopes;
+    drop table watchtower_environment_owners;
+    ${['watchtower_rollups', 'watchtower_rollup_sessions', 'watchtower_day_sessions', 'watchtower_breakdown_sessions', 'watchtower_rollup_days']
+      .map((t) => `delete from ${t} where strpos(scope, chr(1)) > 0;`).join('\n    ')}
     alter table watchtower_event_blocks drop column rollup;
     drop table watchtower_day_points;
     alter table watchtower_event_days drop column pointed;

@@ -2,6 +2,7 @@
 // parameter, the NUL mapping of columns, the rows read back, and the guard that turns connection
 // failures and hung operations into StoreUnavailableError.
 import type { StoredEvent } from '../../event.ts';
+import { environmentKey } from '../../environment-scopes.ts';
 import { withinDepth } from '../../shape.ts';
 import { StoreUnavailableError } from '../types.ts';
 
@@ -49,8 +50,19 @@ export interface SeqRow extends Row { seq: string }
  */
 export const toEvent = (r: Row): StoredEvent => withinDepth(JSON.parse(r.event) as StoredEvent);
 
-/** The rollup scope of a project's statistics ('' is all the user's events). */
-export const scopeOf = (projectId: string | undefined) => (projectId === undefined ? '' : '#' + projectId);
+/**
+ * The rollup scope of a project's statistics ('' is all the user's events), or of an environment's
+ * share of them: environmentKey's separator, a control character, occurs in neither an environment
+ * name (environmentOf) nor a generated project id, so no two of these scopes are the same text.
+ */
+export const scopeOf = (projectId: string | undefined, environment?: string) =>
+  (projectId === undefined ? '' : '#' + col(projectId)) + (environment === undefined ? '' : environmentKey(environment));
+
+/** The scopes an owner's event counts in: the owner's, its project's, and its environment's share of both. */
+export const scopesOf = (projectId: string | undefined, environment: string | undefined) => {
+  const scopes = projectId === undefined ? [''] : ['', scopeOf(projectId)];
+  return environment === undefined ? scopes : [...scopes, ...scopes.map((s) => s + environmentKey(environment))];
+};
 
 /** Runs a database operation under a name (see guardWith). */
 export type Guard = <T>(what: string, op: () => Promise<T>) => Promise<T>;

@@ -26,6 +26,7 @@ import { funnelReader } from './reads/funnel.ts';
 import { ownerReads } from './reads/owner.ts';
 import { col, guardWith } from './sql.ts';
 import { EdgeMinuteCache } from './stats/edge-minutes.ts';
+import { environmentStatsReader } from './stats/environment.ts';
 import { statsReader } from './stats/index.ts';
 import { users } from './users.ts';
 
@@ -107,6 +108,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const dayCache = new DayPartCache(cacheBytes - Math.floor(cacheBytes / 8));
   const edgeMinutes = new EdgeMinuteCache(Math.floor(cacheBytes / 8));
 
+  const stats = statsReader(sql, guard, dayCache, edgeMinutes, owner);
   const store: Store = {
     persisted: true,
     insert: insertPath(sql, guard, partitions, { channel, instance, log, stored: upkeep.stored }),
@@ -120,7 +122,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       return !closed && (await lease.held());
     },
 
-    stats: statsReader(sql, guard, dayCache, edgeMinutes, owner),
+    stats,
+    statsOfEnvironment: environmentStatsReader(sql, guard, stats),
     funnel: funnelReader(sql, guard),
     ...users(sql, guard),
     health: health(sql, guard, instance, edgeMinutes),

@@ -6,7 +6,9 @@ import { DIM_KINDS, eventCounters, type Counter } from '../../../rollup/counters
 import { rollupRow } from '../../../rollup/hour.ts';
 import { DAY_MS, HOUR_MS, pageloadDuration } from '../../../stats.ts';
 import { routeKey } from '../../../event-keys.ts';
-import { col, pgArray, scopeOf } from '../sql.ts';
+import { environmentOfEvent } from '../../../environment-scopes.ts';
+import { col, pgArray, scopesOf } from '../sql.ts';
+import type { Admitted } from './environments.ts';
 
 /** What an insert needs of one event, computed once by the same functions as computeStats. */
 interface Prepared {
@@ -25,7 +27,8 @@ interface Prepared {
   counters: Omit<Counter, 'n'>[];
 }
 
-export function prepare(batch: readonly StoredEvent[], texts: WeakMap<StoredEvent, string>): Prepared[] {
+/** `admitted`: whether an owner's environment has scopes of its own (./environments.ts). */
+export function prepare(batch: readonly StoredEvent[], texts: WeakMap<StoredEvent, string>, admitted: Admitted): Prepared[] {
   let iso = '', ms = NaN;
   return batch.map((e) => {
     if (e.receivedAt !== iso) ms = Date.parse((iso = e.receivedAt));
@@ -36,11 +39,12 @@ export function prepare(batch: readonly StoredEvent[], texts: WeakMap<StoredEven
     const given = texts.get(e);
     // Unowned events appear in no statistics.
     const owned = e.user_id !== null;
+    const env = owned ? environmentOfEvent(e) : null;
     return {
       event: e, text: given !== undefined && !given.includes('\n') ? given : JSON.stringify(e), ms, day: Math.floor(ms / DAY_MS), hour: Math.floor(ms / HOUR_MS),
       duration, routeKey: duration === null ? null : col(routeKey(e)),
       ttfb: duration !== null && typeof ttfb === 'number' && Number.isFinite(ttfb) ? ttfb : null,
-      scopes: !owned ? [] : e.projectId === undefined ? [''] : ['', col(scopeOf(e.projectId))!],
+      scopes: !owned ? [] : scopesOf(e.projectId, env !== null && admitted(col(e.user_id)!, env) ? env : undefined),
       counters: owned ? eventCounters(rollupRow(e, ms)) : [],
     };
   });

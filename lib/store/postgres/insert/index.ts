@@ -7,6 +7,7 @@ import type { Store } from '../../types.ts';
 import { DAYS_AHEAD, type Partitions } from '../maintenance/partitions.ts';
 import { col, type Guard } from '../sql.ts';
 import { batchColumns, counterColumns, eventColumns, prepare } from './columns.ts';
+import { environmentAdmission } from './environments.ts';
 import { groupCommit } from './group-commit.ts';
 import { insertStatements } from './statements.ts';
 
@@ -27,13 +28,15 @@ export interface InsertOptions {
 export function insertPath(sql: postgres.Sql, guard: Guard, { knownDays, ensurePartitions }: Partitions,
   { channel, instance, log, stored }: InsertOptions): Store['insert'] {
   const { batchStatement, insertStatement } = insertStatements(sql, guard, channel, instance);
+  const admit = environmentAdmission(sql, guard);
   /**
    * Inserts distinct events; resolves to the keys that were newly stored. The batch statement
    * first: it stores the whole batch, or, when an id of it is stored already (a retry), fails
    * whole (BATCH_HAD_STORED_IDS) and the exact statement, which checks event by event, runs instead.
    */
   const writeBatch = async (batch: StoredEvent[]): Promise<Set<string>> => {
-    const prepared = prepare(batch, texts);
+    // Environments are given scopes before the statement counts them (./environments.ts).
+    const prepared = prepare(batch, texts, await admit(batch));
     const days = prepared.map((p) => p.day);
     const missing = [...new Set(days)].filter((d) => !knownDays.has(d));
     if (missing.length) await ensurePartitions(Math.min(...missing), Math.max(...missing) + DAYS_AHEAD);

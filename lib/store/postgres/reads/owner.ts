@@ -29,26 +29,40 @@ export type OwnerRead = <R extends { seq: string }>(
 export const blockEvents = (sql: postgres.Sql) => sql`watchtower_event_blocks b
   cross join lateral unnest(b.seqs, b.received, b.types, b.versions, b.projects, b.texts)
     as x(seq, received_at, type, app_version, project_id, event)`;
-/** The sessions of blocks `b`, for the count of active sessions. */
-export const blockSessions = (sql: postgres.Sql) => sql`watchtower_event_blocks b
+/**
+ * The sessions of blocks `b`, for the count of active sessions; with their texts (`event`) when
+ * `texts`, for a filter on the environment (otherwise they are not read: they are most of a block).
+ */
+export const blockSessions = (sql: postgres.Sql, texts = false) => texts
+  ? sql`watchtower_event_blocks b
+  cross join lateral unnest(b.received, b.projects, b.sessions, b.texts) as x(received_at, project_id, session_id, event)`
+  : sql`watchtower_event_blocks b
   cross join lateral unnest(b.received, b.projects, b.sessions) as x(received_at, project_id, session_id)`;
-/** The latency points' columns of blocks `b` (the texts are not read). */
-export const blockPoints = (sql: postgres.Sql) => sql`watchtower_event_blocks b
+/** The latency points' columns of blocks `b`; their texts (`event`) only when `texts`, as above. */
+export const blockPoints = (sql: postgres.Sql, texts = false) => texts
+  ? sql`watchtower_event_blocks b
+  cross join lateral unnest(b.seqs, b.received, b.projects, b.routes, b.durations, b.timestamps, b.ttfbs, b.texts)
+    as x(seq, received_at, project_id, route_key, duration, ts, ttfb, event)`
+  : sql`watchtower_event_blocks b
   cross join lateral unnest(b.seqs, b.received, b.projects, b.routes, b.durations, b.timestamps, b.ttfbs)
     as x(seq, received_at, project_id, route_key, duration, ts, ttfb)`;
+
+/**
+ * The condition that a row's (or a block's unpacked) event has the environment `env`: a field of
+ * the event's text, compared as JSON text with the string's JSON.stringify (how events are
+ * written), so a number never equals the string of its digits. PostgreSQL reads no JSON holding
+ * an escaped NUL (its text cannot hold one): both sides have it replaced by an escaped U+FFFD
+ * first, the same text change on the same canonical JSON, so such an environment matches as in
+ * the other stores rather than failing the read.
+ */
+export const environmentIs = (sql: postgres.Sql, env: string) =>
+  sql`and (replace(event, '\\u0000', '\\ufffd')::json -> 'environment')::text = ${JSON.stringify(env).replaceAll('\\u0000', '\\ufffd')}`;
 
 
 /** The reads of owners' events over the store's connection pool (see the functions' comments). */
 export type OwnerReads = ReturnType<typeof ownerReads>;
 
 export function ownerReads(sql: postgres.Sql) {
-  // The environment is a field of the event's text, compared as JSON text with the string's
-  // JSON.stringify (how events are written), so a number never equals the string of its digits.
-  // PostgreSQL reads no JSON holding an escaped NUL (its text cannot hold one): both sides have it
-  // replaced by an escaped U+FFFD first, the same text change on the same canonical JSON, so such an
-  // environment matches as in the other stores rather than failing the read.
-  const environmentIs = (env: string) =>
-    sql`and (replace(event, '\\u0000', '\\ufffd')::json -> 'environment')::text = ${JSON.stringify(env).replaceAll('\\u0000', '\\ufffd')}`;
 
   /** The WHERE conditions of a filter (the user first, so the per-user indexes serve it). */
   const filterSql = (f: EventFilter) => {
@@ -57,7 +71,7 @@ export function ownerReads(sql: postgres.Sql) {
       ${f.type !== undefined ? sql`and type = ${col(f.type)}` : sql``}
       ${f.version !== undefined ? sql`and app_version = ${col(f.version)}` : sql``}
       ${f.projectId !== undefined ? sql`and project_id = ${col(f.projectId)}` : sql``}
-      ${f.environment !== undefined ? environmentIs(f.environment) : sql``}
+      ${f.environment !== undefined ? environmentIs(sql, f.environment) : sql``}
       ${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
       ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}`;
   };

@@ -79,7 +79,7 @@ export async function readCounters(q: StatsQuery): Promise<CountersRow> {
          select session_id from watchtower_events
          where user_id = ${user} ${ofProject} ${inRange} and ${active}
          union all
-         select session_id from ${blockSessions(sql)}
+         select session_id from ${blockSessions(sql, q.environment !== null)}
          where b.user_id = ${user} ${ofProject} ${inRange} and ${reaching(now - ACTIVE_WINDOW_MS, now + 1)} and ${active}) s
        where session_id is not null) end as active`;
   return row;

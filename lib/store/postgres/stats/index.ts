@@ -18,8 +18,11 @@ import { readLatestPoints } from './points.ts';
 /** How statsOf reads the latest events of a user: by days (those given), as pages are read. */
 type NewestOf = (f: EventFilter, want: number, days: readonly EventDay[]) => Promise<SeqRow[]>;
 
+/** Store.stats, and with `environment` the statistics of its scope (see ./environment.ts). */
+export type StatsReader = (...args: [...Parameters<Store['stats']>, environment?: string]) => Promise<Stats>;
+
 /** Store.stats over the store's connection pool, its reads of owners' events and its cache of fold rows. */
-export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCache, edgeMinutes: EdgeMinuteCache, { daysOf, newest, readOwner }: OwnerReads): Store['stats'] {
+export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCache, edgeMinutes: EdgeMinuteCache, { daysOf, newest, readOwner }: OwnerReads): StatsReader {
   // The first hour whose events all have breakdown counters (migration 5): fixed once migrated.
   let breakdownsFromHour: number | undefined;
   const breakdownsFrom = async () =>
@@ -32,8 +35,8 @@ export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCa
   let propertiesFromHour: number | undefined;
   const propertiesFrom = async () =>
     (propertiesFromHour ??= (await sql<{ hour: number }[]>`select hour from watchtower_properties_from`)[0]?.hour ?? -Infinity);
-  return async (userId, now, range, projectId): Promise<Stats> => {
-    const user = col(userId)!, scope = col(scopeOf(projectId))!;
+  return async (userId, now, range, projectId, environment): Promise<Stats> => {
+    const user = col(userId)!, scope = col(scopeOf(projectId, environment))!;
     // A bad range is a RangeError before any query.
     planStats(now, range);
     return guard('stats', async () => {
@@ -58,7 +61,7 @@ export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCa
         latest = at === null ? endHour * HOUR_MS - 1 : at.getTime();
       }
       const plan = planStats(now, range, latest);
-      return statsOf(sql, dayCache, edgeMinutes, plan, user, scope, projectId === undefined ? null : col(projectId),
+      return statsOf(sql, dayCache, edgeMinutes, plan, user, scope, projectId === undefined ? null : col(projectId), environment ?? null,
         await days, (f, want, known) => newest(f, want, undefined, known), readOwner, [await breakdownsFrom(), await dimensionsFrom(), await propertiesFrom()]);
     });
   };
@@ -77,8 +80,8 @@ export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCa
  * never a transaction (see guard).
  */
 async function statsOf(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeMinuteCache, plan: StatsPlan, user: string, scope: string, project: string | null,
-  userDays: readonly EventDay[], newest: NewestOf, read: OwnerRead, [breakdownsFrom, dimensionsFrom, propertiesFrom]: [number, number, number]): Promise<Stats> {
-  const q = planQuery(sql, cache, minutes, plan, user, scope, project, userDays, breakdownsFrom, dimensionsFrom, propertiesFrom);
+  environment: string | null, userDays: readonly EventDay[], newest: NewestOf, read: OwnerRead, [breakdownsFrom, dimensionsFrom, propertiesFrom]: [number, number, number]): Promise<Stats> {
+  const q = planQuery(sql, cache, minutes, plan, user, scope, project, environment, userDays, breakdownsFrom, dimensionsFrom, propertiesFrom);
   const { window, days } = q;
   const latest = Promise.all([newest({ ...window, type: 'error' }, RECENT_ERRORS, days), newest(window, RECENT_ACTIVITY, days)]);
   // Settled even if the main statement fails first, so that no rejection goes unhandled.

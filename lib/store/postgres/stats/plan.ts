@@ -12,6 +12,7 @@ import type { EventFilter } from '../../types.ts';
 import type { DayPartCache, SessionCount } from '../day-cache.ts';
 import { wholeMinutes, type EdgeMinuteCache } from './edge-minutes.ts';
 import { daysWithin, type EventDay } from '../reads/by-days.ts';
+import { environmentIs } from '../reads/owner.ts';
 
 /**
  * How long watchtower_sessions_seen keeps a session after its latest event. Statistics count
@@ -21,14 +22,17 @@ import { daysWithin, type EventDay } from '../reads/by-days.ts';
 export const SEEN_KEPT_MS = 2 * DAY_MS;
 const SEEN_TRUSTED_MS = DAY_MS;
 
-/** The DayPartCache scope of blocks' rollups (no rollup scope starts with a control character). */
-export const BLOCKS = '\u0001blocks';
+/**
+ * The DayPartCache scope of blocks' rollups: no rollup scope starts with U+0002 (an environment's
+ * of the owner starts with U+0001, see scopeOf).
+ */
+export const BLOCKS = '\u0002blocks';
 
 /** What the steps of statsOf share: the plan, what to read, and the conditions to read it by. */
 export type StatsQuery = ReturnType<typeof planQuery>;
 
 export function planQuery(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeMinuteCache, plan: StatsPlan, user: string, scope: string, project: string | null,
-  userDays: readonly EventDay[], breakdownsFrom: number, dimensionsFrom: number, propertiesFrom = -Infinity) {
+  environment: string | null, userDays: readonly EventDay[], breakdownsFrom: number, dimensionsFrom: number, propertiesFrom = -Infinity) {
   const { now, range: r } = plan;
   const [h0, h1] = plan.fullHours;
   // Breakdowns with a range that starts where every event has their counters (see migration 5);
@@ -54,13 +58,14 @@ export function planQuery(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeM
   // Active sessions from watchtower_sessions_seen: for a recent `now` (its rows are complete from
   // a day back) and a range that holds the whole window.
   // A range ending at `now` (as one without `to` does) leaves out what was received at `now`.
-  const seenCounts = now >= Date.now() - SEEN_TRUSTED_MS && (r === null || (r.from <= now - ACTIVE_WINDOW_MS && r.to >= now));
+  // Not for an environment: the sessions seen are kept per project only.
+  const seenCounts = environment === null && now >= Date.now() - SEEN_TRUSTED_MS && (r === null || (r.from <= now - ACTIVE_WINDOW_MS && r.to >= now));
   const seenAfter = r !== null && r.to === now ? sql`last_received >= ${iso(now)}::timestamptz` : sql`last_received > ${iso(now)}::timestamptz`;
   const cut = cutBucketHours(plan);
   // Blocks wholly inside an edge's span: their rollups stand for their events (all the owner's,
-  // so not for a project's statistics). Cached like fold rows, under a scope of their own.
+  // so not for a project's or an environment's statistics). Cached like fold rows, under a scope of their own.
   const inside = (a: number, b: number) => sql`(b.first_received >= ${iso(a)}::timestamptz and b.last_received < ${iso(b)}::timestamptz)`;
-  const rolled = project === null ? sql`(b.rollup is not null and ${anyOf(plan.rawSpans, inside)})` : sql`false`;
+  const rolled = project === null && environment === null ? sql`(b.rollup is not null and ${anyOf(plan.rawSpans, inside)})` : sql`false`;
   const blocksCached = cache.daysOf(user, BLOCKS);
   const cachedBlocks = [...blocksCached].flatMap(([day, { folds }]) => [...folds.keys()].map((seq) => `${day}:${seq}`));
   // Counter rows of the whole hours: only the days that may still have some of this user's
@@ -82,7 +87,8 @@ export function planQuery(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeM
     if (rows) cachedSessions.set(d.day, rows);
   }
   const sessionSpans = daySpans(sessionDays.map((d) => d.day).filter((d) => !cachedSessions.has(d)), -Infinity, Infinity);
-  const ofProject = project === null ? sql`` : sql`and project_id = ${project}`;
+  // The rows of the scope: of its project, and of its environment (a field of the event's text).
+  const ofProject = sql`${project === null ? sql`` : sql`and project_id = ${project}`} ${environment === null ? sql`` : environmentIs(sql, environment)}`;
   const { since, until } = r ? isoBounds({ since: r.from, until: r.to }) : {};
   const inRange = sql`${since !== undefined ? sql`and received_at >= ${since}::timestamptz` : sql``}
     ${until !== undefined ? sql`and received_at < ${until}::timestamptz` : sql``}`;
@@ -92,13 +98,14 @@ export function planQuery(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeM
   const cached = cache.daysOf(user, scope);
   const cachedFolds = [...cached].flatMap(([day, { folds }]) => [...folds.keys()].map((fold) => `${day}:${fold}`));
   // The window of the latest errors and events, and its days (see readByDays).
-  const window: EventFilter = { userId: user, ...(project === null ? {} : { projectId: project }), ...(r ? { since: r.from, until: r.to } : {}) };
+  const window: EventFilter = { userId: user, ...(project === null ? {} : { projectId: project }), ...(environment === null ? {} : { environment }),
+    ...(r ? { since: r.from, until: r.to } : {}) };
   const days = daysWithin(userDays, window);
   // Whole minutes of the edges: those this instance holds rollups of are not read again while
   // their rows are as they were (see ./edge-minutes.ts).
   const minuteSpans = wholeMinutes(plan.rawSpans);
   const heldMinutes = minuteSpans.length ? minutes.held(user, scope, minuteSpans) : new Map<string, RollupPart>();
-  return { minutes, minuteSpans, heldMinutes, sql, cache, plan, user, scope, project, userDays, now, r, h0, h1, breakdowns, dimensions, properties, notRead, perBucket, s0, s1, iso, anyOf, received, reaching, active, seenCounts, seenAfter, cut, rolled, blocksCached, cachedBlocks, inSpans, counterDays, sessionRowDays, sessionDays, cachedSessions, ofProject, inRange, cached, cachedFolds, window, days, sessionSpans };
+  return { minutes, minuteSpans, heldMinutes, sql, cache, plan, user, scope, project, environment, userDays, now, r, h0, h1, breakdowns, dimensions, properties, notRead, perBucket, s0, s1, iso, anyOf, received, reaching, active, seenCounts, seenAfter, cut, rolled, blocksCached, cachedBlocks, inSpans, counterDays, sessionRowDays, sessionDays, cachedSessions, ofProject, inRange, cached, cachedFolds, window, days, sessionSpans };
 }
 
 /**

@@ -22,7 +22,7 @@ export interface PointReads {
 
 /** Starts reading the points of the routes guessed from the cached days (see PointReads). */
 export function readLatestPoints(q: StatsQuery, read: OwnerRead): PointReads {
-  const { sql, user, scope, r, days, ofProject, inRange, iso, cached, cache, h0, h1 } = q;
+  const { sql, user, scope, r, days, ofProject, inRange, iso, cached, cache, h0, h1, environment } = q;
   /**
    * The latest points of routes (route → its count in range), newest first, from the days that
    * hold them: as many of the newest days as the rarest route's share of the user's events says
@@ -31,7 +31,8 @@ export function readLatestPoints(q: StatsQuery, read: OwnerRead): PointReads {
   // Whole days in range whose events are all blocks with their latest points kept
   // (watchtower_day_points): their points are read there; the other days' from rows and blocks.
   const wholeDay = (d: EventDay) => r === null || (d.day * DAY_MS >= r.from && (d.day + 1) * DAY_MS <= r.to);
-  const pointed = days.filter((d) => wholeDay(d) && d.pointed === d.events && d.moved === d.events);
+  // Kept per owner and project, not per environment: an environment's are read from the blocks.
+  const pointed = environment !== null ? [] : days.filter((d) => wholeDay(d) && d.pointed === d.events && d.moved === d.events);
   const unpointed = days.filter((d) => !pointed.includes(d));
   const windowEvents = unpointed.reduce((n, d) => n + d.events, 0);
   // The kept points first: an unpointed day whose newest seq is older than every route's 100th
@@ -68,7 +69,7 @@ export function readLatestPoints(q: StatsQuery, read: OwnerRead): PointReads {
   }, async (chosen, keys) => {
     // The blocks' points of every route asked for, newest first, kept up to LATENCY_POINTS a route.
     const rows = await sql<{ route: string; seq: string; duration: number; ts: string; ttfb: number | null }[]>`
-      select route_key as route, seq, duration, ts, ttfb from ${blockPoints(sql)}
+      select route_key as route, seq, duration, ts, ttfb from ${blockPoints(sql, environment !== null)}
       where ${chosen} and route_key = any(${pgArray(keys)}::text[]) and duration is not null ${ofProject} ${inRange}
       order by seq desc`;
     const byRoute = new Map<string, PointRow[]>();
