@@ -81,11 +81,11 @@ if (reason !== null && !REQUIRE_POSTGRES) {
   const opened: { db: TestDatabase; stores: Store[]; sql: postgres.Sql }[] = [];
   const open = async (db?: TestDatabase) => {
     db ??= await createTestDatabase();
-    const store = await openPostgresStore({ url: db.url, connectTimeout: 3 });
+    const store = await openPostgresStore({ url: db.url, connectTimeout: 3, max: 4 });
     const sql = postgres(db.url, { max: 1, onnotice: () => {}, fetch_types: false });
     opened.push({ db, stores: [store], sql });
     return { db, store, sql, again: async () => {
-      const s = await openPostgresStore({ url: db!.url, connectTimeout: 3 });
+      const s = await openPostgresStore({ url: db!.url, connectTimeout: 3, max: 4 });
       opened[opened.length - 1].stores.push(s);
       return s;
     } };
@@ -204,7 +204,7 @@ if (reason !== null && !REQUIRE_POSTGRES) {
     await sql.unsafe(`drop function watchtower_admit_environments; drop table watchtower_environment_scopes; drop table watchtower_environment_owners;
       delete from watchtower_migrations where version = 19`).simple();
     // Upgraded, then events of today.
-    const upgraded = await openPostgresStore({ url: db.url, connectTimeout: 3 });
+    const upgraded = await openPostgresStore({ url: db.url, connectTimeout: 3, max: 4 });
     opened[opened.length - 1].stores.push(upgraded);
     const fresh = events(400, now - 1000, (now - today) / HOUR, 22, 'n');
     await insertAll(upgraded, fresh, 40);
