@@ -429,6 +429,34 @@ test('user rollups by day: days past the merge budget of a read come hour by hou
   assert.equal(collect(ample), Array.from({ length: days }, (_, d) => [(day0 + d) * 24, 3]), 'ample budget: a part a day');
 });
 
+test('user rollups: recent closed days are merged ahead of reads once frozen; the newest and old days are not', () => {
+  const D = 86_400_000;
+  const newest = Math.floor(T0 / D);
+  // The newest day, the 4 days before it, and 2 days more than a month before.
+  const days = [newest - 40, newest - 35, newest - 4, newest - 3, newest - 2, newest - 1, newest];
+  const u = new UserRollups(0);
+  for (const d of days) for (const h of [1, 13]) u.add(pageload('/a', 100, { receivedMs: d * D + h * H, session: `s${d}` }), 1);
+  assert.not.ok(u.mergesPending, 'nothing frozen yet');
+  u.freeze(1);
+  assert.ok(u.mergesPending);
+  let calls = 0;
+  while (u.mergePending()) calls++;
+  assert.is(calls, 3, 'a budget of 0 merges one day a call: 4 days in 4 calls');
+  const got: [number, number][] = [];
+  u.forEachPart(days[0] * 24, (newest + 1) * 24, (p) => got.push([p.hour, p.total]), true);
+  const hours = (d: number) => [[d * 24 + 1, 1], [d * 24 + 13, 1]];
+  const want = [...hours(newest - 40), ...hours(newest - 35), ...[4, 3, 2, 1].map((k) => [(newest - k) * 24, 2]), ...hours(newest)];
+  // A budget of 0 lets the read merge none itself: merged days are the ones merged ahead.
+  assert.equal(got.sort((a, b) => a[0] - b[0]), want);
+  // A part set from storage (a restart) counts the same way.
+  const restarted = new UserRollups(0);
+  for (const part of u.parts(1)) restarted.setPart(part as FrozenHour, 2);
+  while (restarted.mergePending());
+  const again: [number, number][] = [];
+  restarted.forEachPart(days[0] * 24, (newest + 1) * 24, (p) => again.push([p.hour, p.total]), true);
+  assert.equal(again.sort((a, b) => a[0] - b[0]), want);
+});
+
 test('an hour counts environments, UTM sources, mediums and campaigns, countries and custom events', () => {
   const h = sample();
   h.add(row({ type: 'custom', session: 's9', dims: [null, null, 'unknown', 'unknown', 'unknown', 'unknown', 'unknown', null, null, null, 'unknown', 'signup'] }));
