@@ -37,7 +37,7 @@ function* times(total: number): Generator<number> {
 }
 
 /** The events in batches, in time order: the history data set, one owner, one project. */
-function* batches(total: number, size: number): Generator<StoredEvent[]> {
+export function* batches(total: number, size: number): Generator<StoredEvent[]> {
   let batch: StoredEvent[] = [];
   let i = 0;
   for (const at of times(total)) {
