@@ -283,6 +283,33 @@ test('nearest ranks over gathered counts: dense and sparse values (negative, pas
   assert.equal(mixed.nearestRanks(all.length, ps), ps.map((p) => percentile(all, p)), 'short and long slices, again');
 });
 
+test('nearest ranks skip blocks of values below the next rank, and leave every block clean', () => {
+  // Cases of one to three narrow clusters: several ranks in one block, ranks in blocks far apart,
+  // ranks on a block's first and last value; each checked twice (a count left behind in the
+  // scratch or in a block's total would show in the next case).
+  let seed = 7;
+  const rand = (n: number) => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n);
+  const ps = [1, 25, 50, 75, 90, 95, 99, 100];
+  for (let c = 0; c < 60; c++) {
+    const gathered = new RouteDurations();
+    const all: number[] = [];
+    const clusters = Array.from({ length: 1 + (c % 3) }, () => [rand(65_000), [1, 30, 256, 2000][rand(4)]]);
+    for (let slice = 0; slice < 1 + rand(6); slice++) {
+      const [base, width] = clusters[rand(clusters.length)];
+      const values = [...new Set(Array.from({ length: 1 + rand(12) }, () => base + rand(width)))].sort((a, b) => a - b);
+      if (c % 5 === 0) values.unshift(256 * (1 + rand(200)) - (c % 2)); // a block's first or last value
+      values.sort((a, b) => a - b);
+      const counts = values.map(() => 1 + rand(4));
+      gathered.addValues(values, counts, 0, values.length);
+      values.forEach((v, j) => all.push(...Array(counts[j]).fill(v)));
+    }
+    all.sort((a, b) => a - b);
+    const want = ps.map((p) => percentile(all, p));
+    assert.equal(gathered.nearestRanks(all.length, ps), want, `case ${c}`);
+    assert.equal(gathered.nearestRanks(all.length, ps), want, `case ${c}, again`);
+  }
+});
+
 test('IdSet: the breakdowns\' distinct sessions count what a Set counts, across growth and word edges', () => {
   let seed = 7;
   const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
@@ -400,6 +427,34 @@ test('user rollups by day: days past the merge budget of a read come hour by hou
   const ample = new UserRollups(Infinity);
   fill(ample);
   assert.equal(collect(ample), Array.from({ length: days }, (_, d) => [(day0 + d) * 24, 3]), 'ample budget: a part a day');
+});
+
+test('user rollups: recent closed days are merged ahead of reads once frozen; the newest and old days are not', () => {
+  const D = 86_400_000;
+  const newest = Math.floor(T0 / D);
+  // The newest day, the 4 days before it, and 2 days more than a month before.
+  const days = [newest - 40, newest - 35, newest - 4, newest - 3, newest - 2, newest - 1, newest];
+  const u = new UserRollups(0);
+  for (const d of days) for (const h of [1, 13]) u.add(pageload('/a', 100, { receivedMs: d * D + h * H, session: `s${d}` }), 1);
+  assert.not.ok(u.mergesPending, 'nothing frozen yet');
+  u.freeze(1);
+  assert.ok(u.mergesPending);
+  let calls = 0;
+  while (u.mergePending()) calls++;
+  assert.is(calls, 3, 'a budget of 0 merges one day a call: 4 days in 4 calls');
+  const got: [number, number][] = [];
+  u.forEachPart(days[0] * 24, (newest + 1) * 24, (p) => got.push([p.hour, p.total]), true);
+  const hours = (d: number) => [[d * 24 + 1, 1], [d * 24 + 13, 1]];
+  const want = [...hours(newest - 40), ...hours(newest - 35), ...[4, 3, 2, 1].map((k) => [(newest - k) * 24, 2]), ...hours(newest)];
+  // A budget of 0 lets the read merge none itself: merged days are the ones merged ahead.
+  assert.equal(got.sort((a, b) => a[0] - b[0]), want);
+  // A part set from storage (a restart) counts the same way.
+  const restarted = new UserRollups(0);
+  for (const part of u.parts(1)) restarted.setPart(part as FrozenHour, 2);
+  while (restarted.mergePending());
+  const again: [number, number][] = [];
+  restarted.forEachPart(days[0] * 24, (newest + 1) * 24, (p) => again.push([p.hour, p.total]), true);
+  assert.equal(again.sort((a, b) => a[0] - b[0]), want);
 });
 
 test('an hour counts environments, UTM sources, mediums and campaigns, countries and custom events', () => {

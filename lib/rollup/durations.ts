@@ -8,8 +8,16 @@ import type { PartColumns } from './hour.ts';
 const DENSE = 1 << 16;
 /** Slices of at most this many values are copied rather than referred to. */
 const FEW = 4;
+/**
+ * Values per block of the scratch array. Each block's total count is kept beside it, so the walk in
+ * value order skips whole blocks below the next rank (clearing them with one fill) and looks at
+ * single values only in the blocks where a rank falls: walking every value from the lowest to the
+ * highest was ~5 ms of a 30-day statistics read (125 lists: routes, pages' vitals, vitals).
+ */
+const BLOCK_BITS = 8;
 // Shared scratch, zero between calls: nearestRanks never yields, so no two calls interleave.
 const scratch = new Float64Array(DENSE);
+const blocks = new Float64Array(DENSE >> BLOCK_BITS);
 
 /** Value counts (ascending whole values, and their counts) from `start` to `end` of two columns. */
 interface Slice { values: ArrayLike<number>; counts: ArrayLike<number>; start: number; end: number }
@@ -56,6 +64,7 @@ export class RouteDurations {
         const v = values[j];
         if (v >= 0 && v < DENSE) {
           scratch[v] += valueCounts[j];
+          blocks[v >> BLOCK_BITS] += valueCounts[j];
           if (v < lo) lo = v;
           if (v > hi) hi = v;
         } else sparse.set(v, (sparse.get(v) ?? 0) + valueCounts[j]);
@@ -67,24 +76,42 @@ export class RouteDurations {
       if (values[start] >= 0 && values[end - 1] < DENSE) {
         if (values[start] < lo) lo = values[start];
         if (values[end - 1] > hi) hi = values[end - 1];
-        for (let j = start; j < end; j++) scratch[values[j]] += valueCounts[j];
+        for (let j = start; j < end; j++) {
+          scratch[values[j]] += valueCounts[j];
+          blocks[values[j] >> BLOCK_BITS] += valueCounts[j];
+        }
       } else addEach(values, valueCounts, start, end);
     }
     // The copied values are in no order.
     addEach(this.few.values, this.few.counts, 0, this.few.values.length);
-    // Walk values in ascending order: sparse ones below the dense range, the dense range, the rest.
+    // Walk values in ascending order: sparse ones below the dense range (negative), the dense
+    // range block by block, the rest (above it).
     const others = [...sparse.keys()].sort((a, b) => a - b);
     let seen = 0, q = 0, o = 0;
     const take = (value: number, count: number) => {
       seen += count;
       while (q < ranks.length && ranks[q] <= seen) out[q++] = value;
     };
-    for (let v = lo; v <= hi; v++) {
-      const c = scratch[v];
-      if (c === 0) continue;
-      scratch[v] = 0;
-      while (o < others.length && others[o] < v) take(others[o], sparse.get(others[o++])!);
-      take(v, c);
+    while (o < others.length && others[o] < 0) take(others[o], sparse.get(others[o++])!);
+    if (hi >= lo) {
+      for (let b = lo >> BLOCK_BITS; b <= hi >> BLOCK_BITS; b++) {
+        const inBlock = blocks[b];
+        if (inBlock === 0) continue;
+        blocks[b] = 0;
+        const first = b << BLOCK_BITS, end = first + (1 << BLOCK_BITS);
+        if (q >= ranks.length || seen + inBlock < ranks[q]) {
+          // No rank falls in this block: count it whole.
+          seen += inBlock;
+          scratch.fill(0, first, end);
+          continue;
+        }
+        for (let v = first; v < end; v++) {
+          const c = scratch[v];
+          if (c === 0) continue;
+          scratch[v] = 0;
+          take(v, c);
+        }
+      }
     }
     while (o < others.length) take(others[o], sparse.get(others[o++])!);
     return out;
