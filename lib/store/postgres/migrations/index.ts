@@ -9,12 +9,13 @@ import { MIGRATIONS_4_TO_9 } from './0004-0009.ts';
 import { MIGRATIONS_10_TO_17 } from './0010-0017.ts';
 import { MIGRATIONS_18_ON } from './0018.ts';
 import { MIGRATIONS_20_ON } from './0020.ts';
+import { MIGRATIONS_22_ON } from './0022.ts';
 import { MIGRATION_LOCK } from './locks.ts';
 import { migrationScript as scriptOf, runMigrations, type Migration, type Schema } from './runner.ts';
 
 export type { Migration };
 
-export const MIGRATIONS: readonly Migration[] = [...MIGRATIONS_1_TO_3, ...MIGRATIONS_4_TO_9, ...MIGRATIONS_10_TO_17, ...MIGRATIONS_18_ON, ...MIGRATIONS_20_ON];
+export const MIGRATIONS: readonly Migration[] = [...MIGRATIONS_1_TO_3, ...MIGRATIONS_4_TO_9, ...MIGRATIONS_10_TO_17, ...MIGRATIONS_18_ON, ...MIGRATIONS_20_ON, ...MIGRATIONS_22_ON];
 
 /** The event store's schema: its table of versions and its lock, apart from the records'. */
 const SCHEMA: Schema = { table: 'watchtower_migrations', lock: MIGRATION_LOCK, tag: 'wt', what: 'migration' };
