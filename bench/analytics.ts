@@ -6,8 +6,9 @@
 // 30-day statistics with every breakdown and 5 goals, and a 4-step funnel over the same 30 days;
 // store calls in this process (no HTTP), BENCH_ROUNDS rounds (default 5) after a first one that is
 // reported apart. The funnel answers are checked equal between the stores when both hold the same
-// events (BENCH_PG_EVENTS = BENCH_EVENTS); BENCH_PG_EVENTS=0 leaves PostgreSQL out. Writes its
-// section of BENCHMARKS.md (bench:analytics).
+// events (BENCH_PG_EVENTS = BENCH_EVENTS); BENCH_PG_EVENTS=0 leaves PostgreSQL out, BENCH_EVENTS=0
+// leaves sqlite out (the section is then not written). Writes its section of BENCHMARKS.md
+// (bench:analytics). BENCH_KEEP_DB=1 keeps the PostgreSQL database, for EXPLAIN.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,7 +51,7 @@ try {
   await sqlite.flush();
   // Idle work (rollup merges, funnel indexes of the segments just sealed) gets a moment, as a
   // server has between a load and a dashboard's first read.
-  await new Promise((r) => setTimeout(r, 5000));
+  if (SQLITE_EVENTS > 0) await new Promise((r) => setTimeout(r, 5000));
   const s = await measure(sqlite);
   await sqlite.close();
   rmSync(dir, { recursive: true, force: true });
@@ -81,8 +82,12 @@ try {
     `Command: \`BENCH_EVENTS=${SQLITE_EVENTS} BENCH_PG_EVENTS=${PG_EVENTS} npm run bench:analytics\`.`,
   ];
   console.log(lines.join('\n'));
-  writeSection('analytics', `## Analytics: statistics with goals, and funnels (bench:analytics)\n\n${lines.join('\n')}`);
+  if (SQLITE_EVENTS > 0) writeSection('analytics', `## Analytics: statistics with goals, and funnels (bench:analytics)\n\n${lines.join('\n')}`);
 } finally {
-  await db?.drop();
+  if (process.env.BENCH_KEEP_DB !== '1') await db?.drop();
+  else if (db) {
+    console.log(`kept database ${db.url}`);
+    await db.admin.end();
+  }
   rmSync(dir, { recursive: true, force: true });
 }

@@ -2,6 +2,7 @@
 // by default: ~20-event sessions of page loads, custom events and clicks) on the sqlite store and
 // on PostgreSQL (its closed days compacted into blocks, as its upkeep does), the same answer from
 // both and from the reference. Writes its figures into BENCHMARKS.md (section bench:funnels).
+// BENCH_KEEP_DB=1 keeps the PostgreSQL database, for EXPLAIN.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -107,6 +108,10 @@ try {
   await pg.close();
   if (!same) process.exitCode = 1;
 } finally {
-  await db.drop();
+  if (process.env.BENCH_KEEP_DB !== '1') await db.drop();
+  else {
+    console.log(`kept database ${db.url}`);
+    await db.admin.end();
+  }
   rmSync(dir, { recursive: true, force: true });
 }

@@ -1,6 +1,7 @@
 // The funnel contract (test/funnel-contract.ts) against every store: memory, sqlite (one segment,
 // and sealing every 40 events so that reads cross sealed segments and the hot tail), PostgreSQL
-// (rows of open days and, after compaction, blocks of closed ones).
+// (rows of open days and, after compaction, blocks of closed ones; and rows and blocks stored
+// before step keys, migration 21, which are read from their texts).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +30,9 @@ funnelContract('sqlite, sealing every 40 events', sqlite({ sealEvents: 40, cache
 
 const reason = await unavailableReason();
 if (reason === null) {
-  funnelContract('postgres', async () => {
+  const day = 86_400_000;
+  /** A PostgreSQL store whose settle runs `before` (on half the events), then compacts if asked. */
+  const postgresBackend = (before: string | null, compact: boolean) => async () => {
     const db = await createTestDatabase();
     const store = await openPostgresStore({ url: db.url, connectTimeout: 3, retentionDays: 0 });
     const close = store.close.bind(store);
@@ -37,11 +40,19 @@ if (reason === null) {
       await close();
       await db.drop();
     };
-    // Every closed day compacted, as the store's upkeep does: the fixture's events move into blocks.
-    const day = 86_400_000;
-    const settle = () => db.query((sql) => compactClosedDays(sql, Math.floor(Date.now() / day) * day + COMPACT_AFTER_MS)).then(() => {});
+    const settle = async () => {
+      if (before !== null) await db.query((sql) => sql.unsafe(before));
+      // Every closed day compacted, as the store's upkeep does: the fixture's events move into blocks.
+      if (compact) await db.query((sql) => compactClosedDays(sql, Math.floor(Date.now() / day) * day + COMPACT_AFTER_MS));
+    };
     return { store, settle };
-  });
+  };
+  // Rows as a version before 22 stored them: no step key (every other one, so both kinds meet).
+  const unkeyed = 'update watchtower_events set step_key = null where seq % 2 = 0';
+  funnelContract('postgres', postgresBackend(null, true));
+  funnelContract('postgres, rows without step keys', postgresBackend(unkeyed, false));
+  // Blocks holding such rows: a block has every step key or none.
+  funnelContract('postgres, blocks of rows without step keys', postgresBackend(unkeyed, true));
 } else if (REQUIRE_POSTGRES) {
   test('PostgreSQL is reachable (WATCHTOWER_REQUIRE_POSTGRES=1)', () => assert.unreachable(reason));
   test.run();

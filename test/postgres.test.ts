@@ -1257,6 +1257,7 @@ async function register() {
     drop table watchtower_leases;
     drop table watchtower_dimensions_from;
     drop table watchtower_properties_from;
+    alter table watchtower_events drop column step_key;
     insert into watchtower_events (seq, user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event)
       select x.seq, nullif(b.user_id, ''), x.project_id, x.type, x.received_at, x.session_id, x.app_version, x.route_key,
              x.duration, x.ttfb, x.ts, x.event

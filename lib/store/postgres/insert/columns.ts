@@ -7,6 +7,7 @@ import { rollupRow } from '../../../rollup/hour.ts';
 import { DAY_MS, HOUR_MS, pageloadDuration } from '../../../stats.ts';
 import { routeKey } from '../../../event-keys.ts';
 import { environmentOfEvent } from '../../../environment-scopes.ts';
+import { customEventName } from '../../../funnels/steps.ts';
 import { col, pgArray, scopesOf } from '../sql.ts';
 import type { Admitted } from './environments.ts';
 
@@ -22,6 +23,11 @@ interface Prepared {
   duration: number | null;
   routeKey: string | null;
   ttfb: number | null;
+  /**
+   * What a funnel step matches (watchtower_events.step_key, migration 22): a pageload's route key,
+   * a custom event's name ('' when it has none), null for other types.
+   */
+  stepKey: string | null;
   /** The rollup scopes it counts in, and the counters it adds 1 to (none for unowned events). */
   scopes: string[];
   counters: Omit<Counter, 'n'>[];
@@ -40,9 +46,11 @@ export function prepare(batch: readonly StoredEvent[], texts: WeakMap<StoredEven
     // Unowned events appear in no statistics.
     const owned = e.user_id !== null;
     const env = owned ? environmentOfEvent(e) : null;
+    const route = e.type === 'pageload' ? col(routeKey(e)) : null;
     return {
       event: e, text: given !== undefined && !given.includes('\n') ? given : JSON.stringify(e), ms, day: Math.floor(ms / DAY_MS), hour: Math.floor(ms / HOUR_MS),
-      duration, routeKey: duration === null ? null : col(routeKey(e)),
+      duration, routeKey: duration === null ? null : route,
+      stepKey: e.type === 'pageload' ? route : e.type === 'custom' ? col(customEventName(e)) ?? '' : null,
       ttfb: duration !== null && typeof ttfb === 'number' && Number.isFinite(ttfb) ? ttfb : null,
       scopes: !owned ? [] : scopesOf(e.projectId, env !== null && admitted(col(e.user_id)!, env) ? env : undefined),
       counters: owned ? eventCounters(rollupRow(e, ms)) : [],
@@ -63,7 +71,7 @@ export function eventColumns(prepared: readonly Prepared[]) {
     project_id: column((p) => (p.event.projectId === undefined ? null : col(p.event.projectId))),
     type: column((p) => col(p.event.type)), received_at: column((p) => p.event.receivedAt), day: column((p) => p.day), hour: column((p) => p.hour),
     session_id: column((p) => col(p.event.sessionId)), app_version: column((p) => col(p.event.deployVersion)),
-    route_key: column((p) => p.routeKey), duration: column((p) => p.duration), ttfb: column((p) => p.ttfb),
+    route_key: column((p) => p.routeKey), step_key: column((p) => p.stepKey), duration: column((p) => p.duration), ttfb: column((p) => p.ttfb),
     ts: column((p) => (p.duration === null ? null : col(p.event.timestamp))),
   };
 }

@@ -16,8 +16,8 @@ export function insertSteps(sql: postgres.Sql, channel: string, instance: string
         select t.*, watchtower_event_key(coalesce(t.user_id, ''), t.id) as key, e.event
         from unnest(${c.id}::text[], ${c.user_id}::text[], ${c.project_id}::text[], ${c.type}::text[], ${c.received_at}::timestamptz[],
                     ${c.day}::int4[], ${c.hour}::int4[], ${c.session_id}::text[], ${c.app_version}::text[], ${c.route_key}::text[],
-                    ${c.duration}::float8[], ${c.ttfb}::float8[], ${c.ts}::text[])
-          with ordinality as t(id, user_id, project_id, type, received_at, day, hour, session_id, app_version, route_key, duration, ttfb, ts, ord)
+                    ${c.duration}::float8[], ${c.ttfb}::float8[], ${c.ts}::text[], ${c.step_key}::text[])
+          with ordinality as t(id, user_id, project_id, type, received_at, day, hour, session_id, app_version, route_key, duration, ttfb, ts, step_key, ord)
         join string_to_table(${c.texts}::text, E'\\n') with ordinality as e(event, ord) on e.ord = t.ord
       )`;
   /**
@@ -26,8 +26,8 @@ export function insertSteps(sql: postgres.Sql, channel: string, instance: string
    */
   const insStep = (from: Step): Step => sql`ins as (
         insert into watchtower_events
-          (user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event)
-        select user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, event
+          (user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, step_key, event)
+        select user_id, project_id, type, received_at, session_id, app_version, route_key, duration, ttfb, ts, step_key, event
         from ${from} order by ord
         returning seq, user_id, received_at, session_id, project_id
       ), seen as (

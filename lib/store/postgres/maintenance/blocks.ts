@@ -65,15 +65,19 @@ export async function blockDay(sql: postgres.Sql, day: number): Promise<number> 
   const [{ moved }] = await sql.unsafe<{ moved: number }[]>(`
     with moved as (
       delete from ${partitionOf(day)}
-      returning seq, coalesce(user_id, '') as user_id, received_at, type, session_id, app_version, project_id, route_key, duration, ts, ttfb, event
+      returning seq, coalesce(user_id, '') as user_id, received_at, type, session_id, app_version, project_id, route_key, duration, ts, ttfb, event, step_key
     ), chunked as (
       select *, (row_number() over (partition by user_id order by seq) - 1) / $1::integer as chunk from moved
     ), blocks as (
       insert into watchtower_event_blocks
         (user_id, day, first_seq, last_seq, first_received, last_received, events,
-         seqs, received, types, sessions, versions, projects, routes, durations, timestamps, ttfbs, texts)
+         seqs, received, types, sessions, versions, projects, routes, durations, timestamps, ttfbs, texts, step_keys)
       select user_id, $2::integer, min(seq), max(seq), min(received_at), max(received_at), count(*)::integer,
-             ${['seq', 'received_at', 'type', 'session_id', 'app_version', 'project_id', 'route_key', 'duration', 'ts', 'ttfb', 'event'].map(column).join(', ')}
+             ${['seq', 'received_at', 'type', 'session_id', 'app_version', 'project_id', 'route_key', 'duration', 'ts', 'ttfb', 'event'].map(column).join(', ')},
+             -- Only when every event a funnel step can match has its key (rows stored before
+             -- migration 21 have none): a block has all its step keys or none, and funnels read
+             -- the texts of the blocks without them (lib/store/postgres/reads/funnel.ts).
+             case when bool_and(step_key is not null or type not in ('pageload', 'custom')) then ${column('step_key')} end
       from chunked group by user_id, chunk
       returning user_id, events
     ), candidates as (

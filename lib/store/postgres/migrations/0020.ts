@@ -1,7 +1,7 @@
-// Schema versions from 20 on (19 is in its own file, beside this one). Never edited once released.
+// Schema version 20 (the others are in the files beside this one). Never edited once released.
 import type { Migration } from './runner.ts';
 
-export const MIGRATIONS_20_ON: readonly Migration[] = [
+export const MIGRATIONS_20: readonly Migration[] = [
   {
     version: 20,
     name: 'custom event properties from',
