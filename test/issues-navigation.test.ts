@@ -80,6 +80,12 @@ for (const [name, open] of factories) {
       } while (before);
       assert.equal(listed, want);
 
+      // One of the recent events, asked by id: its cursors lead to its neighbours.
+      const third = (await call(`/api/issues/${issue.id}?event=${want[2]}`)).body;
+      assert.is(third.latestEvent.id, want[2]);
+      assert.is((await call(`/api/issues/${issue.id}?before=${third.olderCursor}`)).body.latestEvent.id, want[3], 'older than the third newest');
+      assert.is((await call(`/api/issues/${issue.id}?before=${third.newerCursor}`)).body.latestEvent.id, want[1], 'newer than the third newest');
+
       assert.is((await call(`/api/issues/${issue.id}/events`, { 'x-idp-user-id': 'someone-else' })).status, 404);
       const bad = await call(`/api/issues/${issue.id}?before=nope`);
       assert.equal([bad.status, bad.body.code], [400, 'invalid_cursor']);

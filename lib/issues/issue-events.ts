@@ -33,10 +33,17 @@ export async function issueEventsBelow(store: Store, records: RecordStore, owner
   return { events, more: false };
 }
 
-/** The position of the issue's event `id` among its newest `within` positions, or null. */
+/**
+ * The position of the issue's event `id` among its newest `within` positions, or null. Read newest
+ * first and stopped at the match: the page shows the latest event by default, one read.
+ */
 export async function positionOf(store: Store, records: RecordStore, owner: string, issue: Issue, id: string, within: number): Promise<number | null> {
-  const { events } = await issueEventsBelow(store, records, owner, issue, undefined, within);
-  return events.find((p) => p.event.id === id)?.seq ?? null;
+  for (const seq of await positionsBelow(records, owner, issue.id, issue.positions, undefined, within)) {
+    const event = await eventAt(store, owner, seq);
+    if (!event) return null;
+    if (event.id === id) return seq;
+  }
+  return null;
 }
 
 /** The issue's next newer event than position `seq` (its position), or null. */
