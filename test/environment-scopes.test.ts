@@ -20,6 +20,7 @@ import { openSqliteStore } from '../lib/store/sqlite/store.ts';
 import { nodeFs } from '../lib/store/fs.ts';
 import type { Store } from '../lib/store/types.ts';
 import { app } from './helpers/app.ts';
+import { randomRanges } from './helpers/ranges.ts';
 
 declare const Deno: { execPath(): string; env: { get(name: string): string | undefined } } | undefined;
 const env = (name: string) => (typeof Deno !== 'undefined' ? Deno.env.get(name) : process.env[name]);
@@ -42,18 +43,6 @@ function events(n: number, end: number, hours: number, seed: number, envs: (stri
     }, { now: at, owner: rand() < 0.9 ? 'alice' : 'bob', newId: () => `${idPrefix}-${i}` });
     if (rand() < 0.5) e.projectId = 'p1';
     out.push(e);
-  }
-  return out;
-}
-
-/** Random ranges within the data (hour and day series, edges inside hours), and the unranged read. */
-function ranges(seed: number, count: number, span: [number, number]): (StatsRange | undefined)[] {
-  const rand = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 4294967296);
-  const out: (StatsRange | undefined)[] = [undefined];
-  for (let i = 0; i < count; i++) {
-    const a = span[0] + Math.floor(rand() * (span[1] - span[0])), b = span[0] + Math.floor(rand() * (span[1] - span[0]));
-    const [from, to] = a < b ? [a, b] : [b, a + 1];
-    out.push(rand() < 0.3 ? { from } : { from, to, interval: rand() < 0.5 ? 'hour' : 'day' });
   }
   return out;
 }
@@ -108,7 +97,7 @@ if (childPath) {
       await insertAll(store, all, 30, 90);
       await store.flush();
       assert.ok((await sealedCount(store)) >= 10, 'segments were sealed');
-      const rs = ranges(5, 14, [NOW - 74 * HOUR, NOW]);
+      const rs = randomRanges(5, 14, [NOW - 74 * HOUR, NOW]);
       await checkFromRollups(store, all, NOW, rs, 'sealed and hot');
       await store.close();
       store = await open();
@@ -208,7 +197,7 @@ if (childPath) {
       assert.is(await store.statsOfEnvironment!('alice', NOW, undefined, undefined, 'production'), null);
       assert.is(await store.statsOfEnvironment!('alice', NOW, { from: lastOld - HOUR }, undefined, 'staging'), null);
       const { send, as } = app({ store, now: () => NOW });
-      for (const range of [undefined, ...ranges(9, 6, [NOW - 72 * HOUR, NOW])]) {
+      for (const range of [undefined, ...randomRanges(9, 6, [NOW - 72 * HOUR, NOW])]) {
         for (const environment of ['production', 'qa']) {
           // p1 is no project of alice's here (the route takes projects by id): the store is asked.
           const ofP1 = all.filter((e) => e.user_id === 'alice' && e.environment === environment && e.projectId === 'p1');
@@ -225,7 +214,7 @@ if (childPath) {
         }
       }
       // After the old segments: from rollups, and exact.
-      await checkFromRollups(store, all, NOW, [{ from: lastOld + 1 }, ...ranges(4, 6, [lastOld + 1, NOW])].filter((r) => r !== undefined), 'after the old segments');
+      await checkFromRollups(store, all, NOW, [{ from: lastOld + 1 }, ...randomRanges(4, 6, [lastOld + 1, NOW])].filter((r) => r !== undefined), 'after the old segments');
     } finally {
       await store.close();
       rmSync(dir, { recursive: true, force: true });

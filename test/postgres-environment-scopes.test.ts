@@ -15,6 +15,7 @@ import { COMPACT_AFTER_MS, compactClosedDays, foldOpenDays } from '../lib/store/
 import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
+import { randomRanges } from './helpers/ranges.ts';
 
 const HOUR = 3_600_000, DAY = 86_400_000;
 const ENVS = ['production', 'production', 'staging', 'qa', undefined];
@@ -33,18 +34,6 @@ function events(n: number, end: number, hours: number, seed: number, idPrefix: s
     if (rand() < 0.5) e.projectId = 'p1';
     return e;
   });
-}
-
-/** Random ranges within `span` (hour and day series, edges inside hours), and the unranged read. */
-function ranges(seed: number, count: number, span: [number, number], unranged = true): (StatsRange | undefined)[] {
-  const rand = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 4294967296);
-  const out: (StatsRange | undefined)[] = unranged ? [undefined] : [];
-  for (let i = 0; i < count; i++) {
-    const a = span[0] + Math.floor(rand() * (span[1] - span[0])), b = span[0] + Math.floor(rand() * (span[1] - span[0]));
-    const [from, to] = a < b ? [a, b] : [b, a + 1];
-    out.push(rand() < 0.3 ? { from } : { from, to, interval: rand() < 0.5 ? 'hour' : 'day' });
-  }
-  return out;
 }
 
 const json = (x: unknown) => JSON.parse(JSON.stringify(x));
@@ -106,14 +95,14 @@ if (reason !== null && !REQUIRE_POSTGRES) {
     const all = events(1500, now - 1000, (now - today) / HOUR + 72, 7, 'a');
     await insertAll(store, all, 40);
     const span: [number, number] = [today - 72 * HOUR - HOUR, now + HOUR];
-    await checkFromScopes(store, all, now, ranges(11, 8, span), 'rows');
+    await checkFromScopes(store, all, now, randomRanges(11, 8, span), 'rows');
     // Closed days compacted: fold rows, and rows moved into blocks with their points kept.
     await compactClosedDays(sql, today + COMPACT_AFTER_MS);
     const [{ days }] = await sql`select count(*)::int as days from watchtower_rollup_days where scope = chr(1) || 'production'`;
     assert.ok(days >= 3, 'the environment\'s closed days are compacted');
     const [{ blocks }] = await sql`select count(*)::int as blocks from watchtower_event_blocks where user_id = 'alice'`;
     assert.ok(blocks > 0, 'closed days are blocks');
-    await checkFromScopes(store, all, now, ranges(12, 14, span), 'compacted');
+    await checkFromScopes(store, all, now, randomRanges(12, 14, span), 'compacted');
     // The open day folded, then more events on top of the fold.
     await foldOpenDays(sql, now, () => false, 1);
     const [{ folds }] = await sql`select count(*)::int as folds from watchtower_rollup_days where scope = '#p1' || chr(1) || 'staging' and day = ${Math.floor(now / DAY)}`;
@@ -121,7 +110,7 @@ if (reason !== null && !REQUIRE_POSTGRES) {
     const more = events(200, now - 10, (now - today) / HOUR, 13, 'b');
     await insertAll(store, more, 25);
     all.push(...more);
-    await checkFromScopes(store, all, now, ranges(14, 14, span), 'folded');
+    await checkFromScopes(store, all, now, randomRanges(14, 14, span), 'folded');
   });
 
   test('a block wholly inside a range\'s edge is unpacked for an environment (its rollup is of all the owner\'s events)', async () => {
@@ -209,8 +198,8 @@ if (reason !== null && !REQUIRE_POSTGRES) {
     const fresh = events(400, now - 1000, (now - today) / HOUR, 22, 'n');
     await insertAll(upgraded, fresh, 40);
     const all = [...old, ...fresh];
-    await checkFromScopes(upgraded, all, now, ranges(23, 10, [today, now + HOUR], false), 'after the migration');
-    for (const range of [undefined, ...ranges(24, 6, [today - 60 * HOUR, today - 1], false)]) {
+    await checkFromScopes(upgraded, all, now, randomRanges(23, 10, [today, now + HOUR], false), 'after the migration');
+    for (const range of [undefined, ...randomRanges(24, 6, [today - 60 * HOUR, today - 1], false)]) {
       for (const projectId of [undefined, 'p1']) {
         const what = `before the migration: ${projectId} ${JSON.stringify(range)}`;
         assert.is(await upgraded.statsOfEnvironment!('alice', now, range, projectId, 'production'), null, what);
@@ -222,7 +211,7 @@ if (reason !== null && !REQUIRE_POSTGRES) {
     // A new owner had nothing before the migration: every range of theirs is read from the scopes.
     const dave = events(200, now - 1000, 30, 25, 'v', 'dave');
     await insertAll(upgraded, dave, 40);
-    await checkFromScopes(upgraded, dave, now, ranges(26, 5, [now - 31 * HOUR, now + HOUR]), 'a new owner', 'dave');
+    await checkFromScopes(upgraded, dave, now, randomRanges(26, 5, [now - 31 * HOUR, now + HOUR]), 'a new owner', 'dave');
   });
 
   test.run();
