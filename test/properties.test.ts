@@ -181,6 +181,14 @@ test('GET /api/stats?property=: ingested events\' properties per project, keys, 
   }
   const noRange = await send('GET', '/api/stats?property=plan', { headers: as('alice') });
   assert.equal([noRange.status, (await noRange.json()).code], [400, 'invalid_query']);
+  // A share link's holder is signed out: property values are whatever the app put in `data`
+  // (often user ids or e-mail addresses), so the link answers none of them, asked or not.
+  const share = await (await send('POST', `/api/projects/${project.id}/shares`, { headers: as('alice'), body: {} })).json();
+  const shared = await send('GET', `/api/shared/${share.token}/stats?from=${from}&to=${new Date(NOW + 1).toISOString()}&property=plan&propertyKeys=1`);
+  assert.is(shared.status, 200);
+  const text = await shared.text();
+  assert.is(JSON.parse(text).stats.totalEvents, 4, 'the link answers the project\'s statistics');
+  for (const value of ['properties', 'propertyKeys', '"pro"', '"team"', 'seats']) assert.not.ok(text.includes(value), `no ${value} through a share link`);
 });
 
 test.run();
