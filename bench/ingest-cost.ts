@@ -8,10 +8,11 @@ import { clientInfo, parseClientInfo } from '../lib/client-info.ts';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { createMemoryStore } from '../lib/store/memory.ts';
 import { batchItems, validateEvents } from '../lib/schema.ts';
-import { utmOf } from '../lib/event-fields.ts';
+import { utmOf, utmOfQuery } from '../lib/event-fields.ts';
 import { countryLookup, countryOfAddress } from '../lib/geo.ts';
 import { propertiesOf } from '../lib/properties.ts';
 import { HourRollup, hourOf, rollupRow } from '../lib/rollup/hour.ts';
+import { createHandler } from '../lib/handler.ts';
 import { analyticsPayloads, CLIENT_ADDRESSES, payloads } from './payloads.ts';
 
 declare const Deno: { args: string[] } | undefined;
@@ -74,6 +75,42 @@ async function measure(): Promise<Record<string, Record<string, number>>> {
   return out;
 }
 
+/**
+ * A whole POST /api/events of each body through the handler on a memory store (no sockets), owned
+ * events: `without` with countries off, `with` with them on and the proxy's address trusted. The
+ * two alternate in blocks of 100 requests, so that this shared machine's drift, which moves the
+ * end-to-end figures by 2× from one 10 s run to the next, hits both alike. µs per request
+ * (process CPU where the runtime reports it, else time), medians of 40 blocks, and the median of
+ * the blocks' ratios.
+ */
+async function measureHandlers(): Promise<Record<string, number>> {
+  const handler = (geo: boolean) => createHandler({ store: createMemoryStore(), geo, trustProxy: geo, defaultOwner: 'bench-user', rateLimit: { rate: 0, burst: 1 }, log: () => {} });
+  const variants = { without: handler(false), with: handler(true) };
+  let n = 0;
+  const send = async (variant: 'with' | 'without') => {
+    const res = await variants[variant](new Request('http://bench/api/events', {
+      method: 'POST', body: analyticsPayloads[variant],
+      headers: { 'content-type': 'application/json', 'user-agent': CHROME, 'x-forwarded-for': CLIENT_ADDRESSES[n++ % CLIENT_ADDRESSES.length] },
+    }));
+    if (res.status !== 200) throw new Error(`${variant}: ${res.status} ${await res.text()}`);
+  };
+  const cpu = () => (typeof process !== 'undefined' && process.cpuUsage ? (({ user, system }) => user + system)(process.cpuUsage()) : performance.now() * 1000);
+  const times: Record<'with' | 'without', number[]> = { with: [], without: [] };
+  for (let block = 0; block < 50; block++) {
+    for (const variant of block % 2 ? (['with', 'without'] as const) : (['without', 'with'] as const)) {
+      const t = cpu();
+      for (let i = 0; i < 100; i++) await send(variant);
+      if (block >= 10) times[variant].push((cpu() - t) / 100); // the first 10: warm-up
+    }
+  }
+  const med = (v: number[]) => [...v].sort((a, b) => a - b)[v.length >> 1];
+  return {
+    'whole request, without': med(times.without),
+    'whole request, with': med(times.with),
+    'whole request, with ÷ without (median of the blocks\' ratios)': med(times.with.map((t, i) => t / times.without[i])),
+  };
+}
+
 /** µs per batch20 request of each stage campaigns, countries and properties add, with and without them. */
 async function measureAnalytics(): Promise<Record<string, number>> {
   const calls = 10_000;
@@ -89,6 +126,7 @@ async function measureAnalytics(): Promise<Record<string, number>> {
   const withoutEvents = stored(withoutRaw, null);
   const urls = (events: StoredEvent[]) => events.map((e) => e.url ?? e.page_url);
   const [withUrls, withoutUrls] = [urls(withEvents), urls(withoutEvents)];
+  const withQueries = withUrls.map((u) => u!.slice(u!.indexOf('?') + 1));
   const addresses = (v6: boolean) => CLIENT_ADDRESSES.filter((a) => a.includes(':') === v6);
   await countryLookup(); // the database loaded before timing
   const lookups = (list: string[]) => Array.from({ length: calls * 2 }, (_, i) => list[i % list.length]);
@@ -102,6 +140,7 @@ async function measureAnalytics(): Promise<Record<string, number>> {
   };
   return {
     'campaign (utmOf) of the 20 page URLs, each with a campaign query': await cost(() => withUrls.map(utmOf), calls),
+    'campaign: the 20 queries read afresh (utmOfQuery; utmOf remembers the queries it read lately)': await cost(() => withQueries.map(utmOfQuery), calls),
     'campaign: the 20 URLs without `utm_`': await cost(() => withoutUrls.map(utmOf), calls),
     'country of the client address (countryOfAddress, once per request), IPv4': await costOfEach(lookups(addresses(false)), countryOfAddress),
     'country: the same, IPv6': await costOfEach(lookups(addresses(true)), countryOfAddress),
@@ -115,7 +154,7 @@ async function measureAnalytics(): Promise<Record<string, number>> {
 }
 
 if (isDeno || process.argv.includes('--child')) {
-  console.log(JSON.stringify({ stages: await measure(), analytics: await measureAnalytics() }));
+  console.log(JSON.stringify({ stages: await measure(), analytics: { ...(await measureAnalytics()), ...(await measureHandlers()) } }));
 } else {
   const { machine, writeSection, DENO } = await import('./lib.ts');
   const runtimes = (process.env.BENCH_COST_RUNTIMES ?? 'node,deno').split(',');
