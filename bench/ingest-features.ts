@@ -80,6 +80,12 @@ export async function compareFeatures(o: FeatureRun): Promise<void> {
       );
     }
   }
+  writeFeatureSection(o, rows);
+  console.log(rows.join('\n'));
+}
+
+/** The BENCHMARKS.md section of a run's table rows. */
+export function writeFeatureSection(o: Omit<FeatureRun, 'tmp'>, rows: string[]): void {
   writeSection(
     'ingest-analytics',
     `## Ingest cost of campaigns, countries and properties
@@ -90,5 +96,4 @@ export async function compareFeatures(o: FeatureRun): Promise<void> {
 |---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}`,
   );
-  console.log(rows.join('\n'));
 }
