@@ -6,6 +6,9 @@
 // After the rounds, each store's server takes requests at half its median saturated rate, on a
 // fixed schedule (open-loop.ts), for the latency a client sees when the service is not saturated
 // (after a saturated warm-up and 2 s at that rate to settle).
+// BENCH_ANALYTICS=1: instead, what campaigns (UTM), countries and custom event properties cost
+// batch ingest: each store's server without them and with them, one after the other in each round
+// (bench/ingest-features.ts; figures to their own section of BENCHMARKS.md, "ingest-analytics").
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +16,7 @@ import { DENO, ROOT, machine, median, spread, start, wrk, writeSection, type Chi
 import { cpuMs } from './proc.ts';
 import { openLoop } from './open-loop.ts';
 import { eventsPer, payloads } from './payloads.ts';
+import { compareFeatures } from './ingest-features.ts';
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -22,6 +26,15 @@ const stores = (process.env.BENCH_STORES ?? 'memory,sqlite').split(',');
 const only = (process.env.BENCH_PAYLOADS ?? 'single,batch20').split(',');
 const compare = process.env.BENCH_COMPARE;
 const tmp = mkdtempSync(tmpdir() + '/watchtower-bench-');
+
+if (process.env.BENCH_ANALYTICS === '1') {
+  try {
+    await compareFeatures({ rounds, seconds, connections, runtimes, stores, tmp });
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  process.exit(0);
+}
 
 // The compared commit's files, unpacked beside this checkout and sharing its node_modules.
 const before = compare ? execFileSync('git', ['rev-parse', '--short', compare], { cwd: ROOT, encoding: 'utf8' }).trim() : undefined;

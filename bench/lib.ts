@@ -46,7 +46,7 @@ export interface WrkResult { rps: number; p50: number; p99: number; errors: numb
 const ms = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1, s: 1000, m: 60_000 } as Record<string, number>)[unit];
 
 /** One wrk run from a separate process: 1 thread (the server has the other core), keep-alive. */
-export function wrk(url: string, opts: { connections: number; seconds: number; bodyFile: string; path: string }): WrkResult {
+export function wrk(url: string, opts: { connections: number; seconds: number; bodyFile: string; path: string; forwardedFor?: string[] }): WrkResult {
   try {
     return parseWrk(execFileSync('wrk', wrkArgs(url, opts), { env: wrkEnv(opts), encoding: 'utf8' }));
   } catch (err) {
@@ -57,7 +57,9 @@ export function wrk(url: string, opts: { connections: number; seconds: number; b
 
 export const wrkArgs = (url: string, opts: { connections: number; seconds: number }) =>
   ['-t1', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', ROOT + 'bench/post.lua', url];
-export const wrkEnv = (opts: { bodyFile: string; path: string }) => ({ ...process.env, BODY_FILE: opts.bodyFile, BODY_PATH: opts.path });
+/** `forwardedFor`: each request carries the next of these addresses as X-Forwarded-For (bench/post.lua). */
+export const wrkEnv = (opts: { bodyFile: string; path: string; forwardedFor?: string[] }) =>
+  ({ ...process.env, BODY_FILE: opts.bodyFile, BODY_PATH: opts.path, FORWARDED_FOR: opts.forwardedFor?.join(',') ?? '' });
 
 /** Requests/s, latency percentiles, errors (non-2xx and socket errors) and request count of wrk's report. */
 export function parseWrk(out: string): WrkResult {

@@ -38,9 +38,33 @@ export function utmOf(url: string | null): Utm | null {
   const q = url.indexOf('?');
   if (q < 0) return null;
   const hash = url.indexOf('#', q);
+  const query = url.slice(q + 1, hash < 0 ? undefined : hash);
+  // Reading a query costs a few µs, for every event of a page that has one: the queries read
+  // lately are remembered (a campaign's link is the same for all its visitors, and a batch's
+  // events mostly share their page's URL).
+  let utm = READ.get(query);
+  if (utm === undefined) {
+    utm = utmOfQuery(query);
+    if (query.length <= MAX_REMEMBERED_QUERY) {
+      if (READ.size >= MAX_REMEMBERED) READ.clear();
+      READ.set(query, utm);
+    }
+  }
+  // Each event its own object: the remembered one is never handed out.
+  return utm === null ? null : { ...utm };
+}
+
+const READ = new Map<string, Utm | null>();
+export const MAX_REMEMBERED = 1000;
+/** How many queries utmOf remembers now (at most MAX_REMEMBERED). */
+export const rememberedQueries = (): number => READ.size;
+const MAX_REMEMBERED_QUERY = 300;
+
+/** The UTM parameters of a query (without its `?`), read as URLSearchParams reads it. */
+export function utmOfQuery(query: string): Utm | null {
   let params: URLSearchParams;
   try {
-    params = new URLSearchParams(url.slice(q + 1, hash < 0 ? undefined : hash));
+    params = new URLSearchParams(query);
   } catch {
     return null;
   }

@@ -10,7 +10,16 @@ export type CountryOf = (address: string) => string | null;
 let loading: Promise<CountryOf> | null = null;
 
 /** The lookup, loading the database on the first call. A database that cannot be read finds no country (logged once). */
-export function countryLookup(log: (message: string) => void = () => {}): Promise<CountryOf> {
+export async function countryLookup(log?: (message: string) => void): Promise<CountryOf> {
+  const ofPublic = await publicLookup(log);
+  return (address) => {
+    const ip = publicAddress(address);
+    return ip === null ? null : ofPublic(ip);
+  };
+}
+
+/** The lookup of an address publicAddress gave. */
+function publicLookup(log: (message: string) => void = () => {}): Promise<CountryOf> {
   return (loading ??= load().catch((err: unknown) => {
     log(`countries are off: the IP-to-country database could not be read (${err instanceof Error ? err.message : String(err)})`);
     return () => null;
@@ -20,12 +29,12 @@ export function countryLookup(log: (message: string) => void = () => {}): Promis
 async function load(): Promise<CountryOf> {
   const { readCountryDatabase } = await import('./adapter/geo-file.ts');
   // mmdb-lib takes a Buffer; readFile gives one on every runtime.
-  // This database's records are `{ country_code }`, a shape mmdb-lib's own types do not list.
-  const reader = new Reader((await readCountryDatabase()) as never);
-  return (address) => {
-    const ip = publicAddress(address);
-    if (ip === null) return null;
+  // The records decoded so far, by their place in the file: without them every lookup decodes its
+  // record again. A country database holds a few hundred, so they are all kept.
+  const reader = new Reader((await readCountryDatabase()) as never, { cache: new Map() as never });
+  return (ip) => {
     try {
+      // This database's records are `{ country_code }`, a shape mmdb-lib's own types do not list.
       const code = (reader.get(ip) as { country_code?: unknown } | null)?.country_code;
       return typeof code === 'string' && /^[A-Z]{2}$/.test(code) ? code : null;
     } catch {
@@ -39,8 +48,8 @@ async function load(): Promise<CountryOf> {
  * server that only sees local traffic never loads it.
  */
 export async function countryOfAddress(address: string, log?: (message: string) => void): Promise<string | null> {
-  if (publicAddress(address) === null) return null;
-  return (await countryLookup(log))(address);
+  const ip = publicAddress(address);
+  return ip === null ? null : (await publicLookup(log))(ip);
 }
 
 const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;

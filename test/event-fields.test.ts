@@ -1,7 +1,8 @@
 // The fields normalise() derives at ingest: environment, UTM parameters, a custom event's name.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { campaignQuery, customEventName, environmentOf, MAX_ENVIRONMENT, utmOf } from '../lib/event-fields.ts';
+import fc from 'fast-check';
+import { campaignQuery, customEventName, environmentOf, MAX_ENVIRONMENT, MAX_REMEMBERED, rememberedQueries, utmOf, utmOfQuery } from '../lib/event-fields.ts';
 import { normalise } from '../lib/event.ts';
 import { pageUrl } from '../lib/sentry/fields.ts';
 import { sentryEventToRaw } from '../lib/sentry/map.ts';
@@ -42,6 +43,33 @@ test('utm: read from the page URL, decoded, lower-cased, bounded; first of dupli
   assert.equal(norm({ page_url: '/x?utm_source=a' }).utm, { source: 'a' }, 'page_url when there is no url');
   assert.not.ok('utm' in norm({ url: 'https://a.example/' }));
   assert.not.ok('utm' in norm({ url: 'https://a.example/', utm: { source: 'forged'.repeat(100) } }), "a client's own utm is dropped");
+});
+
+test('utm: a query read before gives what reading it gives, in an object of its own', () => {
+  // utmOf remembers the queries it read; utmOfQuery reads one.
+  const piece = fc.oneof(
+    fc.constantFrom('utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content', 'utm_', 'UTM_source'),
+    fc.constantFrom('=', '=', '&', '&', '+', '%', '%2', '%20', '%E0%A4%A', '%C3%A9', '?', '#'),
+    fc.constantFrom('A', 'x', ' ', 'é', '\uD800', 'Spring Sale'),
+    fc.string({ maxLength: 4 }),
+  );
+  const query = fc.array(piece, { maxLength: 24 }).map((p) => p.join(''));
+  fc.assert(fc.property(query, query, fc.constantFrom('https://a.example/p?', '/q?'), (a, b, page) => {
+    for (const q of [a, b, a, b]) {
+      const url = page + q;
+      const hash = q.indexOf('#');
+      const utm = utmOf(url);
+      assert.equal(utm, url.includes('utm_') ? utmOfQuery(hash < 0 ? q : q.slice(0, hash)) : null, q);
+      if (utm) utm.source = 'changed by a caller';
+    }
+  }), { numRuns: 2000 });
+  const long = `?utm_source=x&pad=${'p'.repeat(400)}`;
+  assert.equal([utmOf('/a' + long), utmOf('/b' + long)], [{ source: 'x' }, { source: 'x' }], 'a long query is read each time');
+  for (let i = 0; i < 2500; i++) {
+    assert.equal(utmOf(`/p?utm_source=s${i}`), { source: `s${i}` }, 'past the remembered count');
+    assert.ok(rememberedQueries() <= MAX_REMEMBERED);
+  }
+  assert.equal(utmOf('/p?utm_source=s0'), { source: 's0' });
 });
 
 test('a URL stripped of its query keeps its utm parameters (Sentry pages)', () => {
