@@ -3,6 +3,7 @@
 // equal computeStats over the same events, on two store instances of one database, while the
 // kept points' horizon moves, while an insert is held in flight (its rows take seqs below those of
 // rows committed after it), and across yesterday's move into blocks.
+import postgres from 'postgres';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
@@ -65,10 +66,14 @@ function register() {
     const A = 'op-a', B = 'op-b';
     const held = new Map<string, StoredEvent[]>([[A, []], [B, []]]);
     let n = 0;
-    // Two busy routes (more than the 100 points kept), three quiet ones, one rare.
-    const make = (user: string, at: number): StoredEvent => {
+    // Two busy routes (more than the 100 points kept), three quiet ones, one rare, and one of the
+    // closed days only.
+    const make = (user: string, at: number, sessions = 's'): StoredEvent => {
       const type = pick(['pageload', 'pageload', 'pageload', 'pageload', 'error', 'custom']);
-      const raw: Record<string, unknown> = { type, sessionId: `s-${int(0, 30)}`, route: pick(['/', '/', '/', '/home', '/home', '/a', '/b', '/c', rnd() < 0.2 ? '/rare' : '/']) };
+      const raw: Record<string, unknown> = { type, sessionId: `${sessions}-${int(0, 30)}`, route: pick(['/', '/', '/', '/home', '/home', '/a', '/b', '/c', rnd() < 0.2 ? '/rare' : '/']) };
+      // A route of closed days only, busy enough (over 100 points a day) that yesterday's kept
+      // points alone answer it.
+      if (at < dayStart(0) && rnd() < 0.4) raw.route = '/closed';
       if (type === 'pageload') raw.data = { duration: pick<unknown>([int(0, 3000), rnd() * 900, 'slow']), ttfb: pick([int(0, 300), undefined]) };
       if (type === 'custom') raw.name = 'signup';
       if (rnd() < 0.2) raw.timestamp = new Date(at - int(0, 3 * DAY_MS)).toISOString();
@@ -77,9 +82,9 @@ function register() {
       return e;
     };
     /** `count` events of `user` received in day `d` (today: before the test began), in receive order. */
-    const scatter = (user: string, d: number, count: number) => {
+    const scatter = (user: string, d: number, count: number, sessions?: string) => {
       const to = d === 0 ? base : dayStart(d) + DAY_MS;
-      return Array.from({ length: count }, () => dayStart(d) + Math.floor(rnd() * (to - dayStart(d)))).sort((x, y) => x - y).map((at) => make(user, at));
+      return Array.from({ length: count }, () => dayStart(d) + Math.floor(rnd() * (to - dayStart(d)))).sort((x, y) => x - y).map((at) => make(user, at, sessions));
     };
     const insert = async (store: Store, events: StoredEvent[]) => {
       for (let i = 0; i < events.length; i += 200) assert.is((await store.insert(events.slice(i, i + 200))).length, Math.min(200, events.length - i));
@@ -113,8 +118,8 @@ function register() {
     // A compacted day, then yesterday and today in rows (days before yesterday close now).
     await insert(one, [...scatter(A, -3, 80), ...scatter(B, -3, 20)]);
     await compact(dayStart(-1) + COMPACT_AFTER_MS);
-    await insert(one, [...scatter(A, -1, 300), ...scatter(B, -1, 30)]);
-    await insert(one, [...scatter(A, 0, 350), ...scatter(B, 0, 30)]);
+    await insert(one, [...scatter(A, -1, 700), ...scatter(B, -1, 30)]);
+    await insert(one, [...scatter(A, 0, 600), ...scatter(B, 0, 30)]);
     await check('first reads');
     await check('again, from the kept points');
     assert.ok(await hits(one) > 0, 'instance 1 answered routes from its kept points');
@@ -129,30 +134,52 @@ function register() {
       await check(`round ${round}: after an insert into yesterday by the other instance`);
     }
 
-    // An insert held in flight (by a third instance): its rows take seqs, then wait on a row lock
-    // while another owner's rows commit after them with higher seqs. The kept points must not move
-    // past the held rows.
-    await db.query((sql) => sql.begin(async (tx) => {
-      await tx`select 1 from watchtower_event_days where user_id = ${A} and day = ${today} for update`;
-      const late = scatter(A, 0, 40);
-      const pending = three.insert(late);
+    // Inserts held in flight (by a third instance): a transaction locks the owner's row of
+    // today's days, so the insert takes its seqs and then waits. Rows committed after it, of
+    // another owner and of the same owner's yesterday (sessions of their own, which the held
+    // insert has not locked), take higher seqs. The kept points must not move past held rows, nor
+    // take rows above their horizon as if below it: with a second insert held, the first one's
+    // commit moves the horizon to just before the second, under rows already committed.
+    const locks = postgres(db.url, { max: 2, onnotice: () => {} });
+    const waiting = async () => (await db.admin<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity where datname = ${db.name} and wait_event_type = 'Lock'`)[0].n;
+    const hold = async (user: string, events: StoredEvent[]) => {
+      const conn = await locks.reserve();
+      await conn`begin`;
+      await conn`select 1 from watchtower_event_days where user_id = ${user} and day = ${today} for update`;
+      const before = await waiting();
+      const pending = three.insert(events);
       pending.catch(() => {});
-      for (let i = 0; ; i++) {
-        const [{ waiting }] = await db.admin<{ waiting: number }[]>`
-          select count(*)::int as waiting from pg_stat_activity where datname = ${db.name} and wait_event_type = 'Lock'`;
-        if (waiting > 0) break;
+      for (let i = 0; (await waiting()) <= before; i++) {
         assert.ok(i < 200, 'the insert waits on the row lock');
         await new Promise((r) => setTimeout(r, 25));
       }
+      return async () => {
+        await conn`commit`;
+        conn.release();
+        assert.is((await pending).length, events.length);
+      };
+    };
+    try {
+      const lateA = scatter(A, 0, 40), lateB = scatter(B, 0, 20);
+      const releaseA = await hold(A, lateA);
       await insert(two, scatter(B, 0, 30));
       await check('an insert in flight, another owner\'s rows committed after it');
-      // The held insert goes on once this transaction ends (just after this function returns).
-      return { late, pending };
-    }).then(async ({ late, pending }) => {
-      assert.is((await pending).length, late.length);
-      held.get(A)!.push(...late);
-    }));
-    await check('the held insert committed');
+      const releaseB = await hold(B, lateB);
+      // The held rows' seqs come before these: computeStats reads events in that order.
+      const position = held.get(A)!.length;
+      await insert(two, scatter(A, -1, 30, 'after-held'));
+      await check('two inserts in flight, rows committed after them');
+      await releaseA();
+      held.get(A)!.splice(position, 0, ...lateA);
+      await check('the first held insert committed, the second still held');
+      await check('the same, read again');
+      await releaseB();
+      held.get(B)!.push(...lateB);
+      await check('both held inserts committed');
+    } finally {
+      await locks.end({ timeout: 1 });
+    }
 
     // Yesterday's close: rows added after the kept points' horizon, then its move into blocks
     // before any read; then today goes on.
