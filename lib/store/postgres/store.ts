@@ -27,6 +27,7 @@ import { ownerReads } from './reads/owner.ts';
 import { col, guardWith } from './sql.ts';
 import { EdgeMinuteCache } from './stats/edge-minutes.ts';
 import { environmentStatsReader } from './stats/environment.ts';
+import { OpenPointsCache } from './stats/open-points.ts';
 import { statsReader } from './stats/index.ts';
 import { users } from './users.ts';
 
@@ -105,10 +106,13 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const owner = ownerReads(sql);
   const cacheBytes = options.rollupCacheBytes ?? 64 * 1024 * 1024;
   // Edge minutes take an eighth of the budget: two edges of an hour a range, per dashboard in use.
-  const dayCache = new DayPartCache(cacheBytes - Math.floor(cacheBytes / 8));
+  // The open days' latest points a sixteenth (stats/open-points.ts): at the default 64 MiB, 4 MiB,
+  // two or three owners' today and yesterday of 40 routes.
+  const dayCache = new DayPartCache(cacheBytes - Math.floor(cacheBytes / 8) - Math.floor(cacheBytes / 16));
   const edgeMinutes = new EdgeMinuteCache(Math.floor(cacheBytes / 8));
+  const openPoints = new OpenPointsCache(Math.floor(cacheBytes / 16), horizon);
 
-  const stats = statsReader(sql, guard, dayCache, edgeMinutes, owner);
+  const stats = statsReader(sql, guard, dayCache, edgeMinutes, openPoints, owner);
   const store: Store = {
     persisted: true,
     insert: insertPath(sql, guard, partitions, { channel, instance, log, stored: upkeep.stored }),
@@ -126,7 +130,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     statsOfEnvironment: environmentStatsReader(sql, guard, stats),
     funnel: funnelReader(sql, guard),
     ...users(sql, guard),
-    health: health(sql, guard, instance, edgeMinutes),
+    health: health(sql, guard, instance, edgeMinutes, openPoints),
     watch: live.watch,
 
     async flush() {},

@@ -7,6 +7,7 @@ import { HOUR_MS, RECENT_ACTIVITY, RECENT_ERRORS, resolveRange, type Stats } fro
 import type { EventFilter, Store } from '../../types.ts';
 import type { DayPartCache } from '../day-cache.ts';
 import type { EdgeMinuteCache } from './edge-minutes.ts';
+import type { OpenPointsCache } from './open-points.ts';
 import type { EventDay } from '../reads/by-days.ts';
 import type { OwnerReads, OwnerRead } from '../reads/owner.ts';
 import { col, scopeOf, type Guard, type SeqRow } from '../sql.ts';
@@ -22,7 +23,8 @@ type NewestOf = (f: EventFilter, want: number, days: readonly EventDay[]) => Pro
 export type StatsReader = (...args: [...Parameters<Store['stats']>, environment?: string]) => Promise<Stats>;
 
 /** Store.stats over the store's connection pool, its reads of owners' events and its cache of fold rows. */
-export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCache, edgeMinutes: EdgeMinuteCache, { daysOf, newest, readOwner }: OwnerReads): StatsReader {
+export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCache, edgeMinutes: EdgeMinuteCache, openPoints: OpenPointsCache,
+  { daysOf, newest, readOwner }: OwnerReads): StatsReader {
   // The first hour whose events all have breakdown counters (migration 5): fixed once migrated.
   let breakdownsFromHour: number | undefined;
   const breakdownsFrom = async () =>
@@ -61,7 +63,7 @@ export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCa
         latest = at === null ? endHour * HOUR_MS - 1 : at.getTime();
       }
       const plan = planStats(now, range, latest);
-      return statsOf(sql, dayCache, edgeMinutes, plan, user, scope, projectId === undefined ? null : col(projectId), environment ?? null,
+      return statsOf(sql, dayCache, edgeMinutes, openPoints, plan, user, scope, projectId === undefined ? null : col(projectId), environment ?? null,
         await days, (f, want, known) => newest(f, want, undefined, known), readOwner, [await breakdownsFrom(), await dimensionsFrom(), await propertiesFrom()]);
     });
   };
@@ -79,14 +81,14 @@ export function statsReader(sql: postgres.Sql, guard: Guard, dayCache: DayPartCa
  * read of raw rows goes through every daily partition. Single statements on pooled connections,
  * never a transaction (see guard).
  */
-async function statsOf(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeMinuteCache, plan: StatsPlan, user: string, scope: string, project: string | null,
+async function statsOf(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeMinuteCache, open: OpenPointsCache, plan: StatsPlan, user: string, scope: string, project: string | null,
   environment: string | null, userDays: readonly EventDay[], newest: NewestOf, read: OwnerRead, [breakdownsFrom, dimensionsFrom, propertiesFrom]: [number, number, number]): Promise<Stats> {
   const q = planQuery(sql, cache, minutes, plan, user, scope, project, environment, userDays, breakdownsFrom, dimensionsFrom, propertiesFrom);
   const { window, days } = q;
   const latest = Promise.all([newest({ ...window, type: 'error' }, RECENT_ERRORS, days), newest(window, RECENT_ACTIVITY, days)]);
   // Settled even if the main statement fails first, so that no rejection goes unhandled.
   latest.catch(() => {});
-  const points = readLatestPoints(q, read);
+  const points = readLatestPoints(q, read, open);
   const row = await readCounters(q);
   return assemble(q, row, latest, points);
 }

@@ -6,6 +6,7 @@ import { DAY_MS, LATENCY_POINTS } from '../../../stats.ts';
 import type { EventDay } from '../reads/by-days.ts';
 import { blockPoints, type OwnerRead } from '../reads/owner.ts';
 import { pgArray } from '../sql.ts';
+import { openDayPoints, type OpenPointsCache } from './open-points.ts';
 import type { StatsQuery } from './plan.ts';
 
 /** A latency point as read for statistics, with its seq (see readByDays). */
@@ -21,7 +22,7 @@ export interface PointReads {
 }
 
 /** Starts reading the points of the routes guessed from the cached days (see PointReads). */
-export function readLatestPoints(q: StatsQuery, read: OwnerRead): PointReads {
+export function readLatestPoints(q: StatsQuery, read: OwnerRead, open: OpenPointsCache): PointReads {
   const { sql, user, scope, r, days, ofProject, inRange, iso, cached, cache, h0, h1, environment } = q;
   /**
    * The latest points of routes (route → its count in range), newest first, from the days that
@@ -38,17 +39,37 @@ export function readLatestPoints(q: StatsQuery, read: OwnerRead): PointReads {
   // The kept points first: an unpointed day whose newest seq is older than every route's 100th
   // kept point cannot hold a latest point (a range's first day, partial, is such a day), and is
   // not read.
+  // Days still all in rows, of today and yesterday (before its move into blocks): their points
+  // are kept by the instance up to a horizon (./open-points.ts). Only for the routes whose answer
+  // is exact from them; the others read such a day as any other.
+  const today = Math.floor(Date.now() / DAY_MS);
+  const openDays = unpointed.filter((d) => !d.moved && d.day >= today - 1 && d.day <= today);
   const pointsOf = async (counts: ReadonlyMap<string, number>) => {
     const keys = [...counts.keys()];
     // Whole closed days' kept points change only when a late event moves into one (its pointed count).
     const key = `${scope}\u0000${pointed.map((d) => `${d.day}:${d.pointed}`).join(',')}\u0000${[...keys].sort().join('\u0000')}`;
-    const kept = pointed.length
-      ? await cache.keptPoints(user, key, () => keptPoints(sql, user, scope, pointed.map((d) => d.day), keys))
-      : new Map<string, PointRow[]>();
-    let oldest = Infinity;
-    for (const route of keys) oldest = Math.min(oldest, (kept.get(route) ?? []).length < LATENCY_POINTS ? -Infinity : Number(kept.get(route)![LATENCY_POINTS - 1].seq));
-    const days = unpointed.filter((d) => d.last > oldest);
-    return latestPoints(days.length ? await readPoints(counts, days) : new Map<string, PointRow[]>(), kept);
+    const keptRead = pointed.length
+      ? cache.keptPoints(user, key, () => keptPoints(sql, user, scope, pointed.map((d) => d.day), keys))
+      : Promise.resolve(new Map<string, PointRow[]>());
+    const opened = await Promise.all(openDays.map((d) => openDayPoints(q, open, d.day, keys)));
+    const kept = await keptRead;
+    // Routes answered from every open day's kept points: their other days only are read.
+    const exact = keys.filter((route) => opened.every((o) => o?.has(route)));
+    const rest = keys.filter((route) => !exact.includes(route));
+    const fromOpen = opened.filter((o): o is Map<string, PointRow[]> => o !== null);
+    // The kept points first: an unpointed day whose newest seq is older than every route's 100th
+    // kept point cannot hold a latest point (a range's first day, partial, is such a day), and is
+    // not read.
+    const readOthers = async (routes: string[], known: Map<string, PointRow[]>, candidates: readonly EventDay[]) => {
+      if (!routes.length) return new Map<string, PointRow[]>();
+      let oldest = Infinity;
+      for (const route of routes) oldest = Math.min(oldest, (known.get(route) ?? []).length < LATENCY_POINTS ? -Infinity : Number(known.get(route)![LATENCY_POINTS - 1].seq));
+      const days = candidates.filter((d) => d.last > oldest);
+      return days.length ? readPoints(new Map(routes.map((route) => [route, counts.get(route)!])), days) : new Map<string, PointRow[]>();
+    };
+    const closed = unpointed.filter((d) => !openDays.includes(d));
+    const [a, b] = await Promise.all([readOthers(exact, latestPoints(kept, ...fromOpen), closed), readOthers(rest, kept, unpointed)]);
+    return latestPoints(a, b, kept, ...fromOpen.map((o) => new Map([...o].filter(([route]) => exact.includes(route)))));
   };
   const readPoints = (counts: ReadonlyMap<string, number>, days: readonly EventDay[]) => read<PointRow>(user, days, 'desc', LATENCY_POINTS, [...counts.keys()], async (d0, d1, keys) => {
     // One row per route, its points as one JSON array: 20 routes' 100 points would otherwise be
