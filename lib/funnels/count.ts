@@ -23,7 +23,8 @@ export interface FunnelQuery {
   /**
    * Most ms a store's process may spend reading the funnel's rows before it gives up with
    * FunnelTooLargeError (the sqlite worker, whose reads run one at a time: a longer read would hold
-   * every other request behind it). Absent: no bound.
+   * every other request behind it; PostgreSQL, whose count runs in the process, for the same reason).
+   * Absent: no bound.
    */
   budgetMs?: number;
 }
