@@ -66,9 +66,11 @@ export class FunnelCounter {
 
   /** The next event in insertion order: its session, receive time (ms) and step mask. */
   add(session: string, t: number, mask: number): void {
+    if (mask === 0) return;
+    const id = this.ids.get(session);
     // Nothing to continue: only step 1 starts a session's state.
-    if (mask === 0 || (!(mask & 1) && !this.ids.has(session))) return;
-    this.addId(this.sessionId(session), t, mask);
+    if (id === undefined && !(mask & 1)) return;
+    this.addId(id ?? this.sessionId(session), t, mask);
   }
 
   /** add, for a session numbered by sessionId. */
