@@ -23,7 +23,8 @@ export interface FunnelQuery {
   /**
    * Most ms a store's process may spend reading the funnel's rows before it gives up with
    * FunnelTooLargeError (the sqlite worker, whose reads run one at a time: a longer read would hold
-   * every other request behind it). Absent: no bound.
+   * every other request behind it; PostgreSQL, whose count runs in the process, for the same reason).
+   * Absent: no bound.
    */
   budgetMs?: number;
 }
@@ -40,33 +41,56 @@ export class FunnelTooLargeError extends Error {
 export type FunnelCounts = number[];
 
 export class FunnelCounter {
-  // Session → latest receive time of an event ending a chain of k + 1 steps (NaN: none yet).
-  private readonly sessions = new Map<string, Float64Array>();
+  // Session → its number (the order it was first seen in), and per number the latest receive time
+  // of an event ending a chain of k + 1 steps at [number * steps + k] (NaN: none yet). A session
+  // with no time at k = 0 has no chain to continue. Typed arrays, so that a store reading numbered
+  // sessions (a block's index on PostgreSQL) looks each up once per block, not once per event.
+  private readonly ids = new Map<string, number>();
+  private last = new Float64Array(0);
 
   constructor(private readonly steps: number, private readonly windowMs: number) {}
+
+  /** The number of a session, given on first sight. */
+  sessionId(session: string): number {
+    let id = this.ids.get(session);
+    if (id === undefined) {
+      this.ids.set(session, (id = this.ids.size));
+      if ((id + 1) * this.steps > this.last.length) {
+        const grown = new Float64Array(Math.max(64, this.last.length * 2)).fill(NaN);
+        grown.set(this.last);
+        this.last = grown;
+      }
+    }
+    return id;
+  }
 
   /** The next event in insertion order: its session, receive time (ms) and step mask. */
   add(session: string, t: number, mask: number): void {
     if (mask === 0) return;
-    let last = this.sessions.get(session);
-    if (!last) {
-      // Nothing to continue: only step 1 starts a session's state.
-      if (!(mask & 1)) return;
-      this.sessions.set(session, (last = new Float64Array(this.steps).fill(NaN)));
-    }
+    const id = this.ids.get(session);
+    // Nothing to continue: only step 1 starts a session's state.
+    if (id === undefined && !(mask & 1)) return;
+    this.addId(id ?? this.sessionId(session), t, mask);
+  }
+
+  /** add, for a session numbered by sessionId. */
+  addId(id: number, t: number, mask: number): void {
+    if (mask === 0) return;
+    const last = this.last, at = id * this.steps;
+    if (!(last[at] === last[at]) && !(mask & 1)) return;
     // Later steps first, so that one event is never two consecutive steps of a chain.
     for (let k = this.steps - 1; k >= 1; k--) {
       if (!(mask & (1 << k))) continue;
-      const prev = last[k - 1];
-      if (prev === prev && t - prev <= this.windowMs && !(last[k] >= t)) last[k] = t;
+      const prev = last[at + k - 1];
+      if (prev === prev && t - prev <= this.windowMs && !(last[at + k] >= t)) last[at + k] = t;
     }
-    if (mask & 1 && !(last[0] >= t)) last[0] = t;
+    if (mask & 1 && !(last[at] >= t)) last[at] = t;
   }
 
   counts(): FunnelCounts {
     const out = new Array<number>(this.steps).fill(0);
-    for (const last of this.sessions.values()) {
-      for (let k = 0; k < this.steps && last[k] === last[k]; k++) out[k]++;
+    for (let id = 0; id < this.ids.size; id++) {
+      for (let k = 0; k < this.steps && this.last[id * this.steps + k] === this.last[id * this.steps + k]; k++) out[k]++;
     }
     return out;
   }

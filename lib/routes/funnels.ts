@@ -9,7 +9,7 @@ import { HttpError, json, type JsonReply } from '../http.ts';
 import { requireUser, type Context, type RouteRequest } from '../context.ts';
 
 const BODY_LIMIT = 16 * 1024;
-/** Reading time one funnel query may take on the sqlite store (docs/api.md#funnels). */
+/** Reading time one funnel query may take (docs/api.md#funnels). */
 export const FUNNEL_BUDGET_MS = 5_000;
 
 export async function queryFunnel(request: Request, ctx: Context): Promise<JsonReply> {

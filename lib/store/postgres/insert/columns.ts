@@ -24,7 +24,7 @@ interface Prepared {
   routeKey: string | null;
   ttfb: number | null;
   /**
-   * What a funnel step matches (watchtower_events.step_key, migration 22): a pageload's route key,
+   * What a funnel step matches (watchtower_events.step_key, migration 21): a pageload's route key,
    * a custom event's name ('' when it has none), null for other types.
    */
   stepKey: string | null;

@@ -7,6 +7,7 @@ import { HourRollup, rollupRow } from '../../../rollup/hour.ts';
 import { LATENCY_POINTS } from '../../../stats.ts';
 import { pgArray } from '../sql.ts';
 import { encodeDay, hex } from '../day-codec.ts';
+import { EMPTY_FUNNEL_INDEX, FUNNEL_INDEX } from '../funnel-index.ts';
 
 /** Blocks rolled up per statement by rollupBlocks: ~1,000 events each. */
 const ROLLUP_BLOCKS = 20;
@@ -45,6 +46,12 @@ export const unlessGone = (err: { code?: string }) => {
   if (err.code !== '42P01') throw err;
 };
 
+/** The block column of each moved row's column. */
+const COLUMNS: Record<string, string> = {
+  seq: 'seqs', received_at: 'received', type: 'types', session_id: 'sessions', app_version: 'versions', project_id: 'projects',
+  route_key: 'routes', duration: 'durations', ts: 'timestamps', ttfb: 'ttfbs', event: 'texts', step_key: 'step_keys',
+};
+
 /** The most events of one owner in one block: a page of a past day reads one or two blocks. */
 export const BLOCK_EVENTS = 1000;
 
@@ -68,17 +75,26 @@ export async function blockDay(sql: postgres.Sql, day: number): Promise<number> 
       returning seq, coalesce(user_id, '') as user_id, received_at, type, session_id, app_version, project_id, route_key, duration, ts, ttfb, event, step_key
     ), chunked as (
       select *, (row_number() over (partition by user_id order by seq) - 1) / $1::integer as chunk from moved
-    ), blocks as (
+    ), ${FUNNEL_INDEX}, blocks as (
       insert into watchtower_event_blocks
         (user_id, day, first_seq, last_seq, first_received, last_received, events,
-         seqs, received, types, sessions, versions, projects, routes, durations, timestamps, ttfbs, texts, step_keys)
-      select user_id, $2::integer, min(seq), max(seq), min(received_at), max(received_at), count(*)::integer,
-             ${['seq', 'received_at', 'type', 'session_id', 'app_version', 'project_id', 'route_key', 'duration', 'ts', 'ttfb', 'event'].map(column).join(', ')},
-             -- Only when every event a funnel step can match has its key (rows stored before
-             -- migration 21 have none): a block has all its step keys or none, and funnels read
-             -- the texts of the blocks without them (lib/store/postgres/reads/funnel.ts).
-             case when bool_and(step_key is not null or type not in ('pageload', 'custom')) then ${column('step_key')} end
-      from chunked group by user_id, chunk
+         seqs, received, types, sessions, versions, projects, routes, durations, timestamps, ttfbs, texts, step_keys, funnel)
+      select a.user_id, $2::integer, first_seq, last_seq, first_received, last_received, events,
+             seqs, received, types, sessions, versions, projects, routes, durations, timestamps, ttfbs, texts,
+             case when keyed then step_keys end,
+             -- Its funnel index with them (an empty one when no event has a session).
+             case when keyed then case when f.user_id is null then ${EMPTY_FUNNEL_INDEX} else f.funnel end end
+      from (
+        select user_id, chunk, min(seq) as first_seq, max(seq) as last_seq, min(received_at) as first_received,
+               max(received_at) as last_received, count(*)::integer as events,
+               ${['seq', 'received_at', 'type', 'session_id', 'app_version', 'project_id', 'route_key', 'duration', 'ts', 'ttfb', 'event', 'step_key']
+                 .map((c) => `${column(c)} as ${COLUMNS[c]}`).join(', ')},
+               -- Only when every event a funnel step can match has its key (rows stored before
+               -- migration 21 have none): a block has all its step keys or none, and funnels read
+               -- the texts of the blocks without them (lib/store/postgres/reads/funnel.ts).
+               bool_and(step_key is not null or type not in ('pageload', 'custom')) as keyed
+        from chunked group by user_id, chunk) a
+      left join funnels f on f.user_id = a.user_id and f.chunk = a.chunk
       returning user_id, events
     ), candidates as (
       -- The latency points moved, per owner, scope and route.

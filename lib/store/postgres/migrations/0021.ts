@@ -1,4 +1,4 @@
-// Schema versions from 21 on (the earlier ones are in the files beside this one). Never edited once released.
+// Schema version 21 (the earlier ones are in the files beside this one, the later in 0022.ts). Never edited once released.
 import type { Migration } from './runner.ts';
 
 export const MIGRATIONS_21_ON: readonly Migration[] = [
