@@ -82,7 +82,8 @@ test('a URL stripped of its query keeps its utm parameters (Sentry pages)', () =
   assert.is(raw.url, 'https://a.example/p?utm_medium=social');
   const e = normalise(raw, { now, owner: 'u1' });
   assert.is(e.environment, 'Staging', "Sentry's environment, its case kept");
-  assert.equal(e.utm, { medium: 'social' });
+  assert.not.ok('utm' in e, "an error's campaign stays in its URL: only page loads carry utm");
+  assert.equal(normalise({ ...raw, type: 'pageload' }, { now, owner: 'u1' }).utm, { medium: 'social' });
   const [load] = transactionToRaw({
     event_id: 'a'.repeat(32), transaction: '/p', environment: 'production', contexts: { trace: { op: 'pageload' } },
     request: { url: 'https://a.example/p?session=s&utm_campaign=Launch' }, start_timestamp: 1, timestamp: 2,
