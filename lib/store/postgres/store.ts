@@ -109,8 +109,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   // The open days' latest points a sixteenth (stats/open-points.ts): at the default 64 MiB, 4 MiB,
   // two or three owners' today and yesterday of 40 routes.
   const dayCache = new DayPartCache(cacheBytes - Math.floor(cacheBytes / 8) - Math.floor(cacheBytes / 16));
-  const edgeMinutes = new EdgeMinuteCache(Math.floor(cacheBytes / 8));
   const openPoints = new OpenPointsCache(Math.floor(cacheBytes / 16), horizon);
+  // Both resolve the horizon through the open points' single probe in flight.
+  const edgeMinutes = new EdgeMinuteCache(Math.floor(cacheBytes / 8), () => openPoints.horizon());
 
   const stats = statsReader(sql, guard, dayCache, edgeMinutes, openPoints, owner);
   const store: Store = {

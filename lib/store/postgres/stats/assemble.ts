@@ -11,7 +11,7 @@ import type { DayPartCache, SessionCount } from '../day-cache.ts';
 import { decodeDay } from '../day-codec.ts';
 import { toEvent, type SeqRow } from '../sql.ts';
 import type { CountersRow } from './counters.ts';
-import { edgeParts } from './edge-minutes.ts';
+import { edgeParts, MINUTE_MS, type HeldMinute } from './edge-minutes.ts';
 import { readEdgeEvents } from './edge-rows.ts';
 import { BLOCKS, type StatsQuery } from './plan.ts';
 import type { PointReads, PointRow } from './points.ts';
@@ -94,8 +94,16 @@ async function edgesOf(q: StatsQuery, row: CountersRow): Promise<RollupPart[]> {
     edges.push(...hours);
   }
   const rolled = row.edge_blocks.map(([day, firstSeq]) => `${day}:${firstSeq}`);
+  // Held minutes are used, and minutes kept, only when no block's rollup stood for some of the
+  // edges' events (those events are not read), and for days the owner still has (retention drops
+  // a day's rows with its partition). No horizon: the edges have no whole minute.
+  const h = q.horizon === null ? 0 : await q.horizon;
+  const keep = rolled.length === 0 && q.horizon !== null;
+  const days = new Set(q.userDays.map((d) => d.day));
+  const held = keep ? q.minutes.held(user, q.scope, q.minuteSpans, h) : new Map<number, HeldMinute>();
+  for (const minute of held.keys()) if (!days.has(Math.floor((minute * MINUTE_MS) / DAY_MS))) held.delete(minute);
   // Whole events, not their columns: the breakdowns read the client, the referrer and vitals.
-  edges.push(...await edgeParts(q.minutes, user, q.scope, q.heldMinutes, row.minutes, (skip, take) => readEdgeEvents(q, skip, rolled, take)));
+  edges.push(...await edgeParts(q.minutes, user, q.scope, q.minuteSpans, held, h, keep, (minutes, take) => readEdgeEvents(q, minutes, rolled, take)));
   return edges;
 }
 

@@ -1,14 +1,11 @@
 // Statistics, step 2: the one statement that reads the counters. One snapshot holds the fold rows
 // of the days in range (only those this instance has not cached), the counters of the whole hours
 // summed per series bucket, the session counters and sessions, the breakdown sessions still in
-// rows, the signatures of the edges' whole minutes and the rollups of blocks wholly inside the
-// edges, and
-// the active sessions of the last minutes.
+// rows, the rollups of blocks wholly inside the edges, and the active sessions of the last minutes.
 import { TYPE, DAY_SESSIONS, HOUR_SESSIONS, PROPERTY } from '../../../rollup/counters.ts';
 import { ACTIVE_WINDOW_MS } from '../../../stats.ts';
 import { blockSessions } from '../reads/owner.ts';
 import { pgArray } from '../sql.ts';
-import { MINUTE_MS } from './edge-minutes.ts';
 import { daySpans, type StatsQuery } from './plan.ts';
 
 /** What the statement answers, each part as JSON (see assemble.ts for how each is used). */
@@ -18,21 +15,14 @@ export interface CountersRow {
   session_counts: [string, number, number][];
   sessions: [number, string][];
   breakdown_sessions: [string, string, string[]][];
-  minutes: [number, number, string, boolean][];
   edge_blocks: [number, string, string | null][];
   active: number;
 }
 
 export async function readCounters(q: StatsQuery): Promise<CountersRow> {
-  const { sql, plan, user, scope, project, now, iso, h0, h1, breakdowns, properties, notRead, perBucket, anyOf, received, reaching, active, seenCounts, seenAfter,
-    cut, rolled, cachedBlocks, inSpans, counterDays, sessionRowDays, sessionSpans, ofProject, inRange, cachedFolds, minuteSpans, heldMinutes } = q;
+  const { sql, plan, user, scope, project, now, iso, h0, h1, breakdowns, properties, notRead, perBucket, anyOf, reaching, active, seenCounts, seenAfter,
+    cut, rolled, cachedBlocks, inSpans, counterDays, sessionRowDays, sessionSpans, ofProject, inRange, cachedFolds } = q;
   const [row] = await sql<CountersRow[]>`
-    with minutes as materialized (
-      select minute, n, s, minute || ':' || n || ':' || s = any(${pgArray([...heldMinutes.keys()])}::text[]) as held from (
-        select floor(extract(epoch from received_at) / 60)::bigint as minute, count(*)::int as n, sum(seq)::text as s
-        from watchtower_events
-        where user_id = ${user} ${ofProject} and ${anyOf(minuteSpans.map(([m0, m1]) => [m0 * MINUTE_MS, m1 * MINUTE_MS]), received)}
-        group by 1) m)
     select
       (select coalesce(json_agg(json_build_array(day, fold, case when day || ':' || fold = any(${pgArray(cachedFolds)}::text[]) then null
                                                             else encode(parts, 'base64') end) order by day, fold), '[]')
@@ -57,10 +47,6 @@ export async function readCounters(q: StatsQuery): Promise<CountersRow> {
          where ${breakdowns && h0 < h1}::boolean and user_id = ${user} and scope = ${scope} and (${inSpans(daySpans(sessionRowDays, h0, h1))})
            and (${properties}::boolean or kind <> ${PROPERTY}::"char")
          group by kind, key) t) as breakdown_sessions,
-      -- The whole minutes of the edges' rows, each with its signature and whether this instance
-      -- holds its rollup as it is (./edge-minutes.ts). The edges' events themselves are read
-      -- after this statement, in pages (./edge-rows.ts).
-      (select coalesce(json_agg(json_build_array(minute, n, s, held)), '[]') from minutes) as minutes,
       -- Blocks wholly inside an edge's span, as their rollups (the bytes of those not cached).
       (select coalesce(json_agg(json_build_array(b.day, b.first_seq::text, case when b.day || ':' || b.first_seq = any(${pgArray(cachedBlocks)}::text[])
                                                                             then null else encode(b.rollup, 'base64') end)), '[]')

@@ -3,7 +3,6 @@
 // (./counters.ts), what this instance has cached already, and the SQL conditions both share.
 import type postgres from 'postgres';
 import type { StatsPlan } from '../../../rollup/assemble.ts';
-import type { RollupPart } from '../../../rollup/hour.ts';
 import { DIMENSIONS, LEGACY_DIMENSIONS, PART_DIMENSIONS } from '../../../breakdowns.ts';
 import { DAY_SESSIONS, DIM_KINDS, HOUR_SESSIONS, PROPERTY, VITAL_KINDS } from '../../../rollup/counters.ts';
 import { ACTIVE_WINDOW_MS, DAY_MS, HOUR_MS, SERIES_DAYS } from '../../../stats.ts';
@@ -101,11 +100,12 @@ export function planQuery(sql: postgres.Sql, cache: DayPartCache, minutes: EdgeM
   const window: EventFilter = { userId: user, ...(project === null ? {} : { projectId: project }), ...(environment === null ? {} : { environment }),
     ...(r ? { since: r.from, until: r.to } : {}) };
   const days = daysWithin(userDays, window);
-  // Whole minutes of the edges: those this instance holds rollups of are not read again while
-  // their rows are as they were (see ./edge-minutes.ts).
+  // Whole minutes of the edges: those this instance holds rollups of are read only above their
+  // horizon (see ./edge-minutes.ts), which is resolved beside the statement.
   const minuteSpans = wholeMinutes(plan.rawSpans);
-  const heldMinutes = minuteSpans.length ? minutes.held(user, scope, minuteSpans) : new Map<string, RollupPart>();
-  return { minutes, minuteSpans, heldMinutes, sql, cache, plan, user, scope, project, environment, userDays, now, r, h0, h1, breakdowns, dimensions, properties, notRead, perBucket, s0, s1, iso, anyOf, received, reaching, active, seenCounts, seenAfter, cut, rolled, blocksCached, cachedBlocks, inSpans, counterDays, sessionRowDays, sessionDays, cachedSessions, ofProject, inRange, cached, cachedFolds, window, days, sessionSpans };
+  const horizon = minuteSpans.length ? minutes.horizon() : null;
+  horizon?.catch(() => {});
+  return { minutes, minuteSpans, horizon, sql, cache, plan, user, scope, project, environment, userDays, now, r, h0, h1, breakdowns, dimensions, properties, notRead, perBucket, s0, s1, iso, anyOf, received, reaching, active, seenCounts, seenAfter, cut, rolled, blocksCached, cachedBlocks, inSpans, counterDays, sessionRowDays, sessionDays, cachedSessions, ofProject, inRange, cached, cachedFolds, window, days, sessionSpans };
 }
 
 /**
