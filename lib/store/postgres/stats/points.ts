@@ -148,9 +148,6 @@ async function keptPoints(sql: postgres.Sql, user: string, scope: string, days: 
   return latestPoints(byRoute);
 }
 
-/**
- * Base64 into bytes by a plain loop: Uint8Array.from over the decoded string iterated it one
-
 /** Seqs as decimal strings, newest first. */
 const bySeqDesc = (a: PointRow, b: PointRow) => b.seq.length - a.seq.length || (a.seq < b.seq ? 1 : a.seq > b.seq ? -1 : 0);
 
