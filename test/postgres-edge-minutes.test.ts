@@ -12,17 +12,9 @@ import { computeStats, DAY_MS, HOUR_MS, type StatsRange } from '../lib/stats.ts'
 import { COMPACT_AFTER_MS, compactClosedDays } from '../lib/store/postgres/maintenance/compaction.ts';
 import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
-import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
 
-const reason = await unavailableReason();
-if (reason !== null && !REQUIRE_POSTGRES) {
-  console.log(`PostgreSQL edge minutes test skipped: ${reason}. Set WATCHTOWER_TEST_DATABASE_URL to a reachable server (CI sets WATCHTOWER_REQUIRE_POSTGRES=1 to make this a failure).`);
-} else if (reason !== null) {
-  test('PostgreSQL is reachable (WATCHTOWER_REQUIRE_POSTGRES=1)', () => {
-    assert.unreachable(reason);
-  });
-  test.run();
-} else {
+if (await postgresAvailable('PostgreSQL edge minutes test')) {
   register();
 }
 

@@ -14,7 +14,7 @@ import { computeStats, type StatsRange } from '../lib/stats.ts';
 import { COMPACT_AFTER_MS, compactClosedDays, foldOpenDays } from '../lib/store/postgres/maintenance/compaction.ts';
 import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
-import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
 import { randomRanges } from './helpers/ranges.ts';
 
 const HOUR = 3_600_000, DAY = 86_400_000;
@@ -58,15 +58,7 @@ async function insertAll(store: Store, all: StoredEvent[], batch: number) {
   for (let i = 0; i < all.length; i += batch) await store.insert(all.slice(i, i + batch));
 }
 
-const reason = await unavailableReason();
-if (reason !== null && !REQUIRE_POSTGRES) {
-  console.log(`PostgreSQL environment scope tests skipped: ${reason}.`);
-} else if (reason !== null) {
-  test('PostgreSQL is reachable (WATCHTOWER_REQUIRE_POSTGRES=1)', () => {
-    assert.unreachable(reason);
-  });
-  test.run();
-} else {
+if (await postgresAvailable('PostgreSQL environment scope tests')) {
   const opened: { db: TestDatabase; stores: Store[]; sql: postgres.Sql }[] = [];
   const open = async (db?: TestDatabase) => {
     db ??= await createTestDatabase();

@@ -8,18 +8,10 @@ import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { COMPACT_AFTER_MS, compactClosedDays } from '../lib/store/postgres/maintenance/compaction.ts';
 import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
-import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
 
 const DAY = 86_400_000;
-const reason = await unavailableReason();
-if (reason !== null && !REQUIRE_POSTGRES) {
-  console.log(`PostgreSQL environment tests skipped: ${reason}.`);
-} else if (reason !== null) {
-  test('PostgreSQL is reachable (WATCHTOWER_REQUIRE_POSTGRES=1)', () => {
-    assert.unreachable(reason);
-  });
-  test.run();
-} else {
+if (await postgresAvailable('PostgreSQL environment tests')) {
   let db: TestDatabase;
   let store: Store;
   let sql: postgres.Sql;

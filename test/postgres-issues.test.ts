@@ -10,7 +10,7 @@ import type { RecordStore } from '../lib/records/types.ts';
 import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { runtimeFiles } from './helpers/app.ts';
-import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
 
 const BUGS = ['TypeError: cart is undefined', 'RangeError: quantity out of range', 'SyntaxError: bad coupon code'];
 const OWNER = { 'x-idp-user-id': 'owner-1' };
@@ -18,15 +18,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Instance { store: Store; records: RecordStore; handler: ReturnType<typeof createHandler>; closed: boolean }
 
-const reason = await unavailableReason();
-if (reason !== null && !REQUIRE_POSTGRES) {
-  console.log(`PostgreSQL issue tests skipped: ${reason}.`);
-} else if (reason !== null) {
-  test('PostgreSQL is reachable (WATCHTOWER_REQUIRE_POSTGRES=1)', () => {
-    assert.unreachable(reason);
-  });
-  test.run();
-} else {
+if (await postgresAvailable('PostgreSQL issue tests')) {
   let db: TestDatabase;
   const instances: Instance[] = [];
   test.before(async () => {

@@ -10,18 +10,10 @@ import { blockDay } from '../lib/store/postgres/maintenance/blocks.ts';
 import { blockEvents, ownerReads } from '../lib/store/postgres/reads/owner.ts';
 import type { SeqRow } from '../lib/store/postgres/sql.ts';
 import { openPostgresStore } from '../lib/store/postgres/store.ts';
-import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
 
 const DAY = 86_400_000;
-const reason = await unavailableReason();
-if (reason !== null && !REQUIRE_POSTGRES) {
-  console.log(`PostgreSQL owner-read tests skipped: ${reason}.`);
-} else if (reason !== null) {
-  test('PostgreSQL is reachable (WATCHTOWER_REQUIRE_POSTGRES=1)', () => {
-    assert.unreachable(reason);
-  });
-  test.run();
-} else {
+if (await postgresAvailable('PostgreSQL owner-read tests')) {
   let db: TestDatabase;
   let sql: postgres.Sql;
   const ids: string[] = [];

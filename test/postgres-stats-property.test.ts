@@ -23,22 +23,14 @@ import { computeStats, DAY_MS, HOUR_MS, rangeProblem, type StatsRange } from '..
 import { COMPACT_AFTER_MS, compactClosedDays, foldOpenDays } from '../lib/store/postgres/maintenance/compaction.ts';
 import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
-import { createTestDatabase, REQUIRE_POSTGRES, unavailableReason, type TestDatabase } from './helpers/postgres.ts';
+import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
 
 /** Ranges checked in each of the two phases. */
 const RUNS = Number(process.env.WATCHTOWER_PROPERTY_RUNS ?? 80);
 const MINUTE = 60_000;
 const BURST_MS = MINUTE;
 
-const reason = await unavailableReason();
-if (reason !== null && !REQUIRE_POSTGRES) {
-  console.log(`PostgreSQL statistics property test skipped: ${reason}. Set WATCHTOWER_TEST_DATABASE_URL to a reachable server (CI sets WATCHTOWER_REQUIRE_POSTGRES=1 to make this a failure).`);
-} else if (reason !== null) {
-  test('PostgreSQL is reachable (WATCHTOWER_REQUIRE_POSTGRES=1)', () => {
-    assert.unreachable(reason);
-  });
-  test.run();
-} else {
+if (await postgresAvailable('PostgreSQL statistics property test')) {
   register();
 }
 

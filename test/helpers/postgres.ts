@@ -1,6 +1,8 @@
 // A fresh PostgreSQL database per test run, dropped at the end. The server is the one named by
 // WATCHTOWER_TEST_DATABASE_URL (default: a local cluster with trust authentication).
 import postgres from 'postgres';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
 import { openPostgresStore } from '../../lib/store/postgres/store.ts';
 import type { Store } from '../../lib/store/types.ts';
 
@@ -22,6 +24,23 @@ export async function unavailableReason(): Promise<string | null> {
   } finally {
     await sql.end({ timeout: 1 }).catch(() => {});
   }
+}
+
+/**
+ * Whether a suite's PostgreSQL tests can run. When the server cannot be reached, says why: a
+ * skip with its reason, or in CI (WATCHTOWER_REQUIRE_POSTGRES=1) a failing test, so that an
+ * unreachable server never passes as a green run.
+ */
+export async function postgresAvailable(suite: string): Promise<boolean> {
+  const reason = await unavailableReason();
+  if (reason === null) return true;
+  if (!REQUIRE_POSTGRES) {
+    console.log(`${suite} skipped: ${reason}. Set WATCHTOWER_TEST_DATABASE_URL to a reachable server (CI sets WATCHTOWER_REQUIRE_POSTGRES=1 to make this a failure).`);
+  } else {
+    test('PostgreSQL is reachable (WATCHTOWER_REQUIRE_POSTGRES=1)', () => assert.unreachable(reason));
+    test.run();
+  }
+  return false;
 }
 
 export interface TestDatabase {
