@@ -220,14 +220,23 @@ export class NameSessions {
         n += view.local[names[0]];
         continue;
       }
-      const c = view.columns, seen = new Uint8Array(view.crossing.length);
+      const c = view.columns, seen = stamps(view.crossing.length), stamp = ++stamped;
       for (const i of names) {
         for (let j = i ? c.dimSessionEnds[i - 1] : 0; j < c.dimSessionEnds[i]; j++) {
           const s = c.dimSessions[j];
-          if (!view.crossing[s] && !seen[s]) (seen[s] = 1), n++;
+          if (!view.crossing[s] && seen[s] !== stamp) (seen[s] = stamp), n++;
         }
       }
     }
     return n;
   }
+}
+
+// Which sessions of a day a union saw: one array for every union, each with its own stamp (a fresh
+// zeroed array per day and goal was a tenth of a 30-day read with goals).
+let seenBy = new Int32Array(0);
+let stamped = 0;
+function stamps(n: number): Int32Array {
+  if (seenBy.length < n || stamped >= 0x7fffffff) (seenBy = new Int32Array(Math.max(n, 2 * seenBy.length))), (stamped = 0);
+  return seenBy;
 }
