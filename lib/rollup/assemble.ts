@@ -142,7 +142,7 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   if (withBreakdowns) parts.forEach((p, k) => (sessionCount += views[k]?.crossed.length ?? p.sessionCount));
   const sessionIds = new SessionIds(sessionCount);
   const vitals = VITAL_NAMES.map(vitalTotals);
-  const vitalPages = new Map<string, { events: number; metrics: (VitalTotals | undefined)[] }>();
+  const vitalPages: VitalPages = new Map();
 
   // How many dimensions every part read holds: a part kept before the newer ones lacks them, and
   // their lists are then left out (breakdownLists) rather than counted from some parts only.
@@ -165,23 +165,7 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
         for (let j = i ? ends[i - 1] : 0; j < ends[i]; j++) ids.add(sessions![refs[j]]);
       }
     }
-    for (let i = 0; i < c.vitalPages.length; i++) {
-      const m = c.vitalMetrics[i];
-      let page = vitalPages.get(c.vitalPages[i]);
-      if (!page) vitalPages.set(c.vitalPages[i], (page = { events: 0, metrics: [] }));
-      const ofPage = (page.metrics[m] ??= vitalTotals()), all = vitals[m];
-      const start = i ? c.vitalEnds[i - 1] : 0, end = c.vitalEnds[i];
-      ofPage.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
-      all.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
-      for (let j = start; j < end; j++) {
-        const n = c.vitalValueCounts[j], rating = vitalRating(m, c.vitalValues[j]);
-        page.events += n;
-        ofPage.count += n;
-        ofPage.ratings[rating] += n;
-        all.count += n;
-        all.ratings[rating] += n;
-      }
-    }
+    addVitals(c, vitals, vitalPages);
   };
 
   const add = (part: RollupPart, k: number) => {
@@ -262,6 +246,29 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   // Properties only where every part read counts them: otherwise left out, not given partial.
   if (property && known > PROPERTIES) Object.assign(stats, propertyAnswer(property, dims[PROPERTIES], NameSessions.unionSize));
   return stats;
+}
+
+type VitalPages = Map<string, { events: number; metrics: (VitalTotals | undefined)[] }>;
+
+/** Adds a part's vital values to each page's and to all pages' totals. */
+function addVitals(c: PartColumns, vitals: readonly VitalTotals[], vitalPages: VitalPages): void {
+  for (let i = 0; i < c.vitalPages.length; i++) {
+    const m = c.vitalMetrics[i];
+    let page = vitalPages.get(c.vitalPages[i]);
+    if (!page) vitalPages.set(c.vitalPages[i], (page = { events: 0, metrics: [] }));
+    const ofPage = (page.metrics[m] ??= vitalTotals()), all = vitals[m];
+    const start = i ? c.vitalEnds[i - 1] : 0, end = c.vitalEnds[i];
+    ofPage.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
+    all.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
+    for (let j = start; j < end; j++) {
+      const n = c.vitalValueCounts[j], rating = vitalRating(m, c.vitalValues[j]);
+      page.events += n;
+      ofPage.count += n;
+      ofPage.ratings[rating] += n;
+      all.count += n;
+      all.ratings[rating] += n;
+    }
+  }
 }
 
 /**
