@@ -14,10 +14,14 @@ import {
 } from '../stats.ts';
 import { RouteDurations } from './durations.ts';
 import { SessionIds } from './session-ids.ts';
+import { NameSessions, type DayView } from './cross-days.ts';
+import { IdSet } from './id-set.ts';
 import type { PartColumns, RollupPart } from './hour.ts';
 import type { RollupSource } from './user.ts';
 import { goalRows, type GoalDefinition } from '../goals/evaluate.ts';
 import { propertyAnswer, propertyPrefix, type PropertyQuery } from '../properties.ts';
+
+export { IdSet };
 
 export interface StatsPlan {
   now: number;
@@ -93,48 +97,9 @@ export interface StatsInput {
   dimensions?: number;
 }
 
-/** Distinct small non-negative integers, as a bitset that grows: adding one is a few instructions. */
-export class IdSet {
-  private bits = new Uint32Array(4);
-  size = 0;
-
-  /** How many distinct ids the sets hold together. */
-  static unionSize(sets: readonly IdSet[]): number {
-    if (sets.length === 1) return sets[0].size;
-    const words = Math.max(0, ...sets.map((s) => s.bits.length));
-    let n = 0;
-    for (let w = 0; w < words; w++) {
-      let word = 0;
-      for (const s of sets) word |= s.bits[w] ?? 0;
-      n += popcount(word);
-    }
-    return n;
-  }
-
-  add(id: number): void {
-    const word = id >>> 5;
-    if (word >= this.bits.length) {
-      const grown = new Uint32Array(Math.max(word + 1, this.bits.length * 2));
-      grown.set(this.bits);
-      this.bits = grown;
-    }
-    const bit = 1 << (id & 31);
-    if ((this.bits[word] & bit) === 0) {
-      this.bits[word] |= bit;
-      this.size++;
-    }
-  }
-}
-
 interface RouteTotals { count: number; sumMicros: number; durations: RouteDurations }
 /** One vital (of a page, or of all): its value counts, how many, and how many rate good / NI / poor. */
 interface VitalTotals { count: number; ratings: number[]; values: RouteDurations }
-function popcount(x: number): number {
-  x -= (x >>> 1) & 0x55555555;
-  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
-}
-
 const vitalTotals = (): VitalTotals => ({ count: 0, ratings: [0, 0, 0], values: new RouteDurations() });
 
 export function assembleStats({ plan, rollups, edges, recents, breakdowns = true, dimensions = PART_DIMENSIONS }: StatsInput): Stats {
@@ -155,27 +120,37 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   // Breakdowns and vitals, with a range only: per dimension, name → events and distinct sessions.
   // Sessions are counted as small integers: each session id is looked up once per hour part
   // (SessionIds), and each name's sessions are a bitset of those (IdSet) rather than a set of
-  // strings: a 30-day range adds ~500k (name, session) pairs at 1M events.
-  const dims = Array.from({ length: PART_DIMENSIONS }, () => new Map<string, { events: number; sessions: IdSet }>());
+  // strings: a 30-day range adds ~500k (name, session) pairs at 1M events. A merged day read
+  // through its view (cross-days.ts) looks up only its sessions that may cross into other parts,
+  // and adds its others to each name as a count.
+  const dims = Array.from({ length: PART_DIMENSIONS }, () => new Map<string, { events: number; sessions: NameSessions }>());
   // The properties list is read only when asked, and then only the names of the key asked.
   const property = withBreakdowns ? plan.property : null;
   const readDims = property ? PART_DIMENSIONS : DIMENSIONS.length;
   const prefix = property ? propertyPrefix(property) : '';
+  // Names whose sessions are united with other names' (goals, properties): they keep the days
+  // that counted them (NameSessions.addLocal).
+  const unites = new Uint8Array(PART_DIMENSIONS);
+  if (plan.goals.length) unites[PAGES] = unites[CUSTOM_EVENTS] = 1;
+  if (property) unites[PROPERTIES] = 1;
+  // Buckets of a day or more (and the 7-day series without a range) read nothing finer than a day.
+  const parts: RollupPart[] = [];
+  rollups.forEachPart(h0, h1, (p) => void parts.push(p), r === null || r.bucketMs >= DAY_MS);
+  parts.push(...edges);
+  const views = withBreakdowns ? crossViews(rollups, parts) : [];
   let sessionCount = 0;
-  if (withBreakdowns) {
-    // A first walk over the parts, to size the table (a day it merges stays merged for the second).
-    rollups.forEachPart(h0, h1, (p) => void (sessionCount += p.sessionCount), r.bucketMs >= DAY_MS);
-    for (const p of edges) sessionCount += p.sessionCount;
-  }
+  if (withBreakdowns) parts.forEach((p, k) => (sessionCount += views[k]?.crossed.length ?? p.sessionCount));
   const sessionIds = new SessionIds(sessionCount);
   const vitals = VITAL_NAMES.map(vitalTotals);
-  const vitalPages = new Map<string, { events: number; metrics: (VitalTotals | undefined)[] }>();
+  const vitalPages: VitalPages = new Map();
 
   // How many dimensions every part read holds: a part kept before the newer ones lacks them, and
   // their lists are then left out (breakdownLists) rather than counted from some parts only.
   let known: number = dimensions;
-  const addBreakdowns = (part: RollupPart, c: PartColumns) => {
-    const sessions = c.dimSessions.length ? sessionIds.of(part) : null;
+  const addBreakdowns = (part: RollupPart, c: PartColumns, view: DayView | undefined) => {
+    // A day's view: ids of its crossing sessions only, each name's place in them (crossRefs).
+    const sessions = !c.dimSessions.length ? null : view ? sessionIds.at(part, view.crossed) : sessionIds.of(part);
+    const ends = view ? view.crossEnds : c.dimSessionEnds, refs = view ? view.crossRefs : c.dimSessions;
     known = Math.min(known, c.dimEnds.length);
     for (let d = 0, i = 0; d < Math.min(c.dimEnds.length, readDims); d++) {
       const names = dims[d];
@@ -183,33 +158,19 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
       if (d === PROPERTIES && prefix !== '') [i, end] = prefixSpan(c.dimNames, prefix, i, end);
       for (; i < end; i++) {
         let row = names.get(c.dimNames[i]);
-        if (!row) names.set(c.dimNames[i], (row = { events: 0, sessions: new IdSet() }));
+        if (!row) names.set(c.dimNames[i], (row = { events: 0, sessions: new NameSessions() }));
         row.events += c.dimCounts[i];
-        for (let j = i ? c.dimSessionEnds[i - 1] : 0; j < c.dimSessionEnds[i]; j++) row.sessions.add(sessions![c.dimSessions[j]]);
+        if (view) row.sessions.addLocal(view, i, unites[d] === 1);
+        const ids = row.sessions.ids;
+        for (let j = i ? ends[i - 1] : 0; j < ends[i]; j++) ids.add(sessions![refs[j]]);
       }
     }
-    for (let i = 0; i < c.vitalPages.length; i++) {
-      const m = c.vitalMetrics[i];
-      let page = vitalPages.get(c.vitalPages[i]);
-      if (!page) vitalPages.set(c.vitalPages[i], (page = { events: 0, metrics: [] }));
-      const ofPage = (page.metrics[m] ??= vitalTotals()), all = vitals[m];
-      const start = i ? c.vitalEnds[i - 1] : 0, end = c.vitalEnds[i];
-      ofPage.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
-      all.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
-      for (let j = start; j < end; j++) {
-        const n = c.vitalValueCounts[j], rating = vitalRating(m, c.vitalValues[j]);
-        page.events += n;
-        ofPage.count += n;
-        ofPage.ratings[rating] += n;
-        all.count += n;
-        all.ratings[rating] += n;
-      }
-    }
+    addVitals(c, vitals, vitalPages);
   };
 
-  const add = (part: RollupPart) => {
+  const add = (part: RollupPart, k: number) => {
     const c = part.columns();
-    if (withBreakdowns) addBreakdowns(part, c);
+    if (withBreakdowns) addBreakdowns(part, c, views[k]);
     total += part.total;
     const b = bucketOf(part.hour);
     if (b >= 0 && b < buckets) bucketEvents[b] += part.total;
@@ -224,9 +185,7 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
       route.durations.add(c, i);
     }
   };
-  // Buckets of a day or more (and the 7-day series without a range) read nothing finer than a day.
-  rollups.forEachPart(h0, h1, add, r === null || r.bucketMs >= DAY_MS);
-  edges.forEach(add);
+  parts.forEach(add);
 
   const latencyByRoute: Record<string, LatencySummary> = {};
   const routeP75 = new Map<string, number>();
@@ -276,14 +235,56 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   stats.breakdowns = breakdownLists(rows, pages, known);
   // Event goals need the custom events' names: over rollups kept before them, no goals at all.
   if (plan.goals.length && known > CUSTOM_EVENTS) {
-    stats.goals = goalRows(plan.goals, dims[PAGES], dims[CUSTOM_EVENTS], IdSet.unionSize, IdSet.unionSize([...dims[BROWSERS].values()].map((row) => row.sessions)));
+    // The range's sessions: those with ids, and per day read through a view the others (localAny).
+    let rangeSessions = IdSet.unionSize([...dims[BROWSERS].values()].map((row) => row.sessions.ids));
+    for (const view of new Set(views)) if (view) rangeSessions += view.localAny[BROWSERS];
+    stats.goals = goalRows(plan.goals, dims[PAGES], dims[CUSTOM_EVENTS], NameSessions.unionSize, rangeSessions);
   }
   const summary = (m: number, t: VitalTotals | undefined): VitalSummary | undefined =>
     t && t.count ? vitalSummary(m, t.count, t.values.nearestRanks(t.count, [75])[0], t.ratings) : undefined;
   stats.vitals = vitalsOf(vitals, vitalPages, summary);
   // Properties only where every part read counts them: otherwise left out, not given partial.
-  if (property && known > PROPERTIES) Object.assign(stats, propertyAnswer(property, dims[PROPERTIES], IdSet.unionSize));
+  if (property && known > PROPERTIES) Object.assign(stats, propertyAnswer(property, dims[PROPERTIES], NameSessions.unionSize));
   return stats;
+}
+
+type VitalPages = Map<string, { events: number; metrics: (VitalTotals | undefined)[] }>;
+
+/** Adds a part's vital values to each page's and to all pages' totals. */
+function addVitals(c: PartColumns, vitals: readonly VitalTotals[], vitalPages: VitalPages): void {
+  for (let i = 0; i < c.vitalPages.length; i++) {
+    const m = c.vitalMetrics[i];
+    let page = vitalPages.get(c.vitalPages[i]);
+    if (!page) vitalPages.set(c.vitalPages[i], (page = { events: 0, metrics: [] }));
+    const ofPage = (page.metrics[m] ??= vitalTotals()), all = vitals[m];
+    const start = i ? c.vitalEnds[i - 1] : 0, end = c.vitalEnds[i];
+    ofPage.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
+    all.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
+    for (let j = start; j < end; j++) {
+      const n = c.vitalValueCounts[j], rating = vitalRating(m, c.vitalValues[j]);
+      page.events += n;
+      ofPage.count += n;
+      ofPage.ratings[rating] += n;
+      all.count += n;
+      all.ratings[rating] += n;
+    }
+  }
+}
+
+/**
+ * Views of the parts that are merged days the source's CrossDays holds (undefined for the others),
+ * once every other part's sessions are marked in the days holding them: a session of a merged day
+ * that any other part read holds then needs an id, and the day's others are counted.
+ */
+function crossViews(rollups: RollupSource, parts: readonly RollupPart[]): (DayView | undefined)[] {
+  const cross = rollups.crossDays;
+  if (!cross) return [];
+  const held = parts.map((p) => cross.heldOf(p));
+  if (!held.some((h) => h !== null)) return [];
+  const wholeDays = new Set<number>();
+  for (const h of held) if (h) wholeDays.add(h.day);
+  parts.forEach((p, k) => held[k] === null && cross.markLoose(p, wholeDays.has(Math.floor(p.hour / 24))));
+  return held.map((h) => (h ? cross.view(h) : undefined));
 }
 
 /** The span of [from, to) of the ascending `names` that start with `prefix`: found by binary search. */

@@ -46,6 +46,45 @@ export class SessionIds {
     return out;
   }
 
+  /**
+   * The ids of the sessions at `positions` of a part (in forEachSession's order): a merged day read
+   * through its CrossDays view needs ids only for its sessions that cross into other parts.
+   */
+  at(part: RollupPart, positions: ArrayLike<number>): Int32Array {
+    const out = new Int32Array(positions.length);
+    if (out.length === 0) return out;
+    const packed = part.packedSessions?.();
+    if (packed) for (let i = 0; i < out.length; i++) out[i] = this.ofUuid(packed, 16 * positions[i]);
+    else {
+      const all: string[] = [];
+      part.forEachSession((s) => all.push(s));
+      for (let i = 0; i < out.length; i++) out[i] = this.ofString(all[positions[i]]);
+    }
+    return out;
+  }
+
+  /** Calls fn with the place and the id of each session of a part that has one (none is handed out). */
+  forEachKnown(part: RollupPart, fn: (at: number, id: number) => void): void {
+    const packed = part.packedSessions?.();
+    if (packed) {
+      for (let i = 0, n = part.sessionCount; i < n; i++) {
+        const id = this.findUuid(packed, 16 * i);
+        if (id !== EMPTY) fn(i, id);
+      }
+      return;
+    }
+    let i = 0;
+    part.forEachSession((s) => {
+      let id: number | undefined;
+      if (isPackedUuid(s)) {
+        packUuid(s, this.scratch, 0);
+        id = this.findUuid(this.scratch, 0);
+      } else id = this.strings.get(s) ?? EMPTY;
+      if (id !== EMPTY) fn(i, id);
+      i++;
+    });
+  }
+
   /** The id of a session id given as text. */
   ofString(session: string): number {
     if (isPackedUuid(session)) {
@@ -66,6 +105,10 @@ export class SessionIds {
     this.put(slot, w0, w1, w2, w3, id);
     if (++this.uuids * 2 > this.ids.length) this.grow();
     return id;
+  }
+
+  private findUuid(bytes: ArrayLike<number>, at: number): number {
+    return this.ids[this.slotOf(word(bytes, at), word(bytes, at + 4), word(bytes, at + 8), word(bytes, at + 12))];
   }
 
   /** The slot holding this UUID, or the free slot where it goes. */

@@ -3,6 +3,7 @@
 // mutable (HourRollup, taking events) until frozen (FrozenHour, compact and immutable); retention
 // drops every part of a tag at once.
 import { encodePart, FrozenHour } from './codec.ts';
+import { CrossDays } from './cross-days.ts';
 import { asHour, HourRollup, hourOf, type RollupPart, type RollupRow } from './hour.ts';
 
 export type PartTag = number;
@@ -21,6 +22,11 @@ export interface RollupSource {
   hourSessions(hour: number): number;
   /** Distinct sessions of one UTC day (day number = ms / 86,400,000), over all its parts. */
   daySessions(day: number): number;
+  /**
+   * Which sessions of the merged days forEachPart gives (byDay) cross into other parts: a read
+   * then looks up only those (cross-days.ts). Without it every part's sessions are looked up.
+   */
+  readonly crossDays?: CrossDays;
 }
 
 /**
@@ -29,6 +35,10 @@ export interface RollupSource {
  */
 export class WithParts implements RollupSource {
   constructor(private readonly base: RollupSource, private readonly extra: readonly RollupPart[]) {}
+
+  get crossDays(): CrossDays | undefined {
+    return this.base.crossDays;
+  }
 
   forEachPart(fromHour: number, toHour: number, fn: (part: RollupPart) => void, byDay?: boolean): void {
     this.base.forEachPart(fromHour, toHour, fn, byDay);
@@ -101,6 +111,8 @@ export class UserRollups implements RollupSource {
   private readonly pending = new Set<number>();
   /** Days whose parts were frozen since, to merge ahead of reads if recent enough (AHEAD_DAYS). */
   private readonly ahead = new Set<number>();
+  /** The sessions of the merged days, kept with them: which cross into other days. */
+  readonly crossDays = new CrossDays();
 
   get empty(): boolean {
     return this.hours.size === 0;
@@ -251,7 +263,8 @@ export class UserRollups implements RollupSource {
         for (const s of this.hours.get(h) ?? []) sum.merge(asHour(s.part, sum.hour));
       }
       part = FrozenHour.decode(encodePart(sum));
-      if (this.merged.size >= MERGED_DAYS) this.merged.delete(this.merged.keys().next().value!);
+      if (this.merged.size >= MERGED_DAYS) this.dropMerged(this.merged.keys().next().value!);
+      this.crossDays.add(day, part);
     }
     this.merged.set(day, part);
     return part;
@@ -260,7 +273,11 @@ export class UserRollups implements RollupSource {
   /** A part of `hour` changed, came or went: its day's cached figures are stale. */
   private changed(hour: number) {
     this.days.delete(dayOfHour(hour));
-    this.merged.delete(dayOfHour(hour));
+    this.dropMerged(dayOfHour(hour));
+  }
+
+  private dropMerged(day: number) {
+    if (this.merged.delete(day)) this.crossDays.remove(day);
   }
 
   forEachSession(fromHour: number, toHour: number, fn: (session: string) => void): void {
