@@ -17,7 +17,9 @@
 import { DAY_MS, LATENCY_POINTS } from '../../../stats.ts';
 import { pgArray } from '../sql.ts';
 import type { StatsQuery } from './plan.ts';
-import type { PointRow } from './points.ts';
+
+/** A latency point as read for statistics, with its seq (see readByDays). */
+export interface PointRow { seq: string; duration: number; ttfb: number | null; ts: string }
 
 /** A point of a day's rows, with its receive time (to tell whether it is in a range). */
 export interface OpenPoint extends PointRow { at: number }

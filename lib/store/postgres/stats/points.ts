@@ -6,11 +6,10 @@ import { DAY_MS, LATENCY_POINTS } from '../../../stats.ts';
 import type { EventDay } from '../reads/by-days.ts';
 import { blockPoints, type OwnerRead } from '../reads/owner.ts';
 import { pgArray } from '../sql.ts';
-import { openDayPoints, type OpenPointsCache } from './open-points.ts';
+import { openDayPoints, type PointRow, type OpenPointsCache } from './open-points.ts';
 import type { StatsQuery } from './plan.ts';
 
-/** A latency point as read for statistics, with its seq (see readByDays). */
-export interface PointRow { seq: string; duration: number; ttfb: number | null; ts: string }
+export type { PointRow } from './open-points.ts';
 
 /** How the latest points are read: those of the routes guessed early, then of any other route. */
 export interface PointReads {
