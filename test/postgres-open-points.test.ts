@@ -12,20 +12,10 @@ import { COMPACT_AFTER_MS, compactClosedDays } from '../lib/store/postgres/maint
 import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
+import { seededRandom } from './helpers/seeded.ts';
 
 if (await postgresAvailable('PostgreSQL open-day points test')) {
   register();
-}
-
-/** Seeded (mulberry32), so that a failure's data comes again with its seed. */
-function random(seed: number) {
-  let s = seed | 0;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function register() {
@@ -49,7 +39,7 @@ function register() {
 
   test('open days\' latest points equal computeStats while rows arrive, on two instances, with an insert in flight and across a close', async () => {
     const seed = Number(process.env.WATCHTOWER_STATS_SEED ?? Math.floor(Math.random() * 2 ** 31));
-    const rnd = random(seed);
+    const rnd = seededRandom(seed);
     const int = (min: number, max: number) => min + Math.floor(rnd() * (max - min + 1));
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
     const base = Date.now();

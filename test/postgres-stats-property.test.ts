@@ -24,6 +24,7 @@ import { COMPACT_AFTER_MS, compactClosedDays, foldOpenDays } from '../lib/store/
 import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { createTestDatabase, postgresAvailable, type TestDatabase } from './helpers/postgres.ts';
+import { seededRandom } from './helpers/seeded.ts';
 
 /** Ranges checked in each of the two phases. */
 const RUNS = Number(process.env.WATCHTOWER_PROPERTY_RUNS ?? 80);
@@ -51,17 +52,6 @@ const GOALS = [
   { id: 'g4', name: 'signed up', page: null, event: 'signup' },
   { id: 'g5', name: 'e7', page: null, event: 'e7' },
 ];
-
-/** Small, seeded (mulberry32): the data is the same for a seed, placed around the real clock. */
-function random(seed: number) {
-  let s = seed | 0;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Where two answers differ, as paths with both values (at most 12): for a failure's message, which
@@ -113,7 +103,7 @@ function register() {
   test('stats with breakdowns and vitals equal computeStats over open, compacted and uncompacted days, busy hours, late inserts, two users', async () => {
     const started = Date.now();
     const seed = Number(process.env.WATCHTOWER_STATS_SEED ?? Math.floor(Math.random() * 2 ** 31));
-    const rnd = random(seed);
+    const rnd = seededRandom(seed);
     const int = (min: number, max: number) => min + Math.floor(rnd() * (max - min + 1));
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)];
     const context = `(data seed ${seed}; WATCHTOWER_STATS_SEED=${seed} gives the same data around another clock)`;

@@ -1,0 +1,13 @@
+// A small seeded generator (mulberry32) for property tests: the same seed gives the same data, so
+// a failure's seed, printed by the test, brings its data back.
+
+/** Numbers in [0, 1) from `seed`. */
+export function seededRandom(seed: number): () => number {
+  let s = seed | 0;
+  return () => {
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
