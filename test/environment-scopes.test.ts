@@ -84,6 +84,8 @@ if (childPath) {
   for (let i = 0; ; i++) {
     await store.insert(events(7, Date.now(), 0.01, i + 1, ENVS, `k${i}`));
     console.log(`ack ${i}`);
+    // The parent kills only once seals happened: they run behind the acknowledgements.
+    if (i % 10 === 9) console.log(`sealed ${await sealedCount(store)}`);
     if (i % 20 === 19) await new Promise((r) => setTimeout(r, 15));
   }
 } else {
@@ -250,7 +252,7 @@ async function exportAll(store: Store): Promise<StoredEvent[]> {
   return out;
 }
 
-/** Runs the child on `path`, kills it `killAfterMs` after its 60th batch; the batches it acknowledged. */
+/** Runs the child on `path`, kills it `killAfterMs` after its 60th batch and second seal; the batches it acknowledged. */
 function runChild(path: string, killAfterMs: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const self = fileURLToPath(import.meta.url);
@@ -264,7 +266,8 @@ function runChild(path: string, killAfterMs: number): Promise<number> {
       out += c;
       // Counted from the 60th acknowledged batch, not from start-up: a loaded machine may take
       // seconds to get there, and the kill must fall after several seals.
-      if (!timer && out.includes('ack 60\n')) timer = setTimeout(() => process.kill(child.pid!, 'SIGKILL'), killAfterMs);
+      // and only once the child saw two seals, which a loaded machine runs behind the batches.
+      if (!timer && out.includes('ack 60\n') && /^sealed ([2-9]|\d{2,})$/m.test(out)) timer = setTimeout(() => process.kill(child.pid!, 'SIGKILL'), killAfterMs);
     });
     child.stderr!.on('data', (c) => (err += c));
     child.once('exit', (code, signal) => {
