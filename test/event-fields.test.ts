@@ -22,6 +22,20 @@ test('environment: trimmed, case kept, bounded; anything else is none', () => {
   assert.not.ok('environment' in norm({ environment: { nested: true } }), 'a client object is not kept as sent');
 });
 
+test('utm: values outside ASCII keep every character (the narrow copy utmOfQuery keeps is the same text)', () => {
+  // Latin-1, outside it, astral (a surrogate pair), an encoded lone surrogate (not UTF-8: U+FFFD).
+  const cases: [string, string][] = [
+    ['%C3%A9t%C3%A9+2026', 'été 2026'], ['%E2%82%AC5-off', '€5-off'], ['launch-%F0%9F%9A%80', 'launch-🚀'],
+    ['%ED%A0%80x', '\ufffd\ufffd\ufffdx'], ['caf%C3%A9%C3%9F', 'caféß'],
+  ];
+  for (const [encoded, decoded] of cases) {
+    const utm = utmOfQuery(`utm_campaign=${encoded}&utm_source=${encoded}`)!;
+    assert.is(utm.campaign, decoded, encoded);
+    assert.is(utm.source, decoded, encoded);
+    assert.is(JSON.stringify(utm), JSON.stringify({ source: decoded, campaign: decoded }));
+  }
+});
+
 test('utm: read from the page URL, decoded, lower-cased, bounded; first of duplicates wins', () => {
   assert.equal(utmOf('https://shop.example/?utm_source=Newsletter&utm_medium=E%2DMail&utm_campaign=Spring+Sale&utm_term=shoes&utm_content=hero'), {
     source: 'newsletter', medium: 'e-mail', campaign: 'spring sale', term: 'shoes', content: 'hero',
