@@ -14,7 +14,7 @@
 // The same pass then moves the closed day's event rows into compressed blocks of each owner's
 // events (blockDay, which keeps each route's latest points of the day), gives the partition's
 // space back (packEvents), and rolls the blocks up (rollupBlocks), for ranges whose edge falls
-// inside a busy closed hour.
+// inside a busy closed hour; blocks moved before funnel indexes existed get theirs (indexBlocks).
 //
 // The hour and day session sets stay where they are (and the session counters, which are a few
 // rows per hour): they are what keeps an insert's session counts exact, and an insert that
@@ -24,6 +24,7 @@ import type postgres from 'postgres';
 import { counterPart, DAY_SESSIONS, HOUR_SESSIONS, type Counter } from '../../../rollup/counters.ts';
 import { pgArray } from '../sql.ts';
 import { blockDay, PACKED_INDEX_BYTES, packEvents, rollupBlocks, unlessGone } from './blocks.ts';
+import { indexBlocks } from './funnel-backfill.ts';
 import { encodeDay, hex } from '../day-codec.ts';
 
 /**
@@ -195,7 +196,7 @@ export async function compactDay(sql: postgres.Sql, day: number, close = true, u
 /**
  * Compacts every day that still has counters to merge (session counters aside) and ended at least
  * COMPACT_AFTER_MS before `now`, moves those days' event rows into blocks (blockDay) and rolls the
- * blocks up (rollupBlocks). Resolves
+ * blocks up (rollupBlocks), and indexes blocks moved before funnel indexes (indexBlocks). Resolves
  * to the number of days that had something to compact. `stop` is asked between days (a store
  * closing stops after the day in hand).
  */
@@ -238,6 +239,7 @@ export async function compactClosedDays(sql: postgres.Sql, now: number, stop = (
     await packEvents(sql, day);
   }
   await rollupBlocks(sql, stop);
+  await indexBlocks(sql, stop);
   return compacted;
 }
 
