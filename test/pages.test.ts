@@ -16,7 +16,7 @@ import { computeStats } from '../lib/stats.ts';
 import { readState, spanOf } from '../pages/src/lib/range.ts';
 import { sampleEvents } from '../pages/src/lib/sample.ts';
 
-const SUITE_LIMIT_MS = 180_000;
+const SUITE_LIMIT_MS = 300_000;
 const DEV_CONFIG = { mode: 'dev', issuer: '', clientId: '', publishableKey: '', scope: '' };
 const configScript = (config: object) => `window.WATCHTOWER_CONFIG = ${JSON.stringify(config)};`;
 
@@ -347,9 +347,22 @@ function register() {
     assert.is(await kpi(page, 'totalEvents'), expected.totalEvents.toLocaleString('en-US'));
     assert.is(await kpi(page, 'totalErrors'), expected.totalErrors.toLocaleString('en-US'));
     assert.match((await page.locator('[data-delta=totalEvents]').textContent()) ?? '', /^[▲▼] [+−]\d/);
+    // Custom event properties, chosen in the panel: the values computeStats counts for that key.
+    const props = page.locator('.panel-properties');
+    await props.locator('select[name=event]').selectOption('note_saved');
+    await page.waitForURL(/event=note_saved/);
+    await props.locator('select[name=property]').selectOption('format');
+    await page.waitForURL(/property=format/);
+    const asked = computeStats(sampleEvents(now), now, { ...spanOf(readState('?range=30d'), now)!, property: { keys: true, key: 'format', event: 'note_saved' } });
+    const values = asked.properties!.format!;
+    assert.equal(values.map((r) => r.name).sort(), ['checklist', 'markdown', 'plain']);
+    assert.equal(asked.propertyKeys!.map((r) => r.name).sort(), ['format', 'pinned', 'words'], 'the keys of the event chosen');
+    await page.waitForFunction((n) => document.querySelectorAll('.panel-properties tbody tr').length === n, values.length);
+    assert.equal(await props.locator('tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('th, td')].slice(0, 3).map((c) => c.textContent!.trim()))),
+      values.map((r) => [r.name, r.events.toLocaleString('en-US'), r.sessions.toLocaleString('en-US')]));
     await page.locator('.range-picker label', { hasText: 'All' }).click();
     await page.waitForFunction((n) => document.querySelector('[data-kpi=totalEvents]')!.textContent === n, sampleEvents(now).length.toLocaleString('en-US'));
-    assert.is(page.url(), url('/dashboard-demo/?range=all'));
+    assert.is(page.url(), url('/dashboard-demo/?range=all&property=format&event=note_saved'), 'the choice of property kept for the next range');
     noProblems();
   });
 

@@ -14,7 +14,7 @@ try {
   // however long the page stays open.
   const now = Date.now();
   const events = sampleEvents(now);
-  const view = createDashboardView({ live: false, ranges: true });
+  const view = createDashboardView({ live: false, ranges: true, properties: true });
   byId('dashboard').replaceChildren(view.root);
   const within = (span: Span | null, f: Filters) => {
     const from = span?.from ?? -Infinity, to = span?.to ?? Infinity;
@@ -24,7 +24,10 @@ try {
     });
   };
   const dashboard = runDashboard(view, {
-    stats: async (span) => computeStats(events, now, span ?? undefined),
+    // With a range, the custom event properties too, asked as the dashboard asks the server.
+    stats: async (span, _project, ask) => computeStats(events, now, span && ask
+      ? { ...span, property: { keys: true, ...(ask.property ? { key: ask.property } : {}), ...(ask.event ? { event: ask.event } : {}) } }
+      : span ?? undefined),
     events: async (span, f) => within(span, f).slice(-50).reverse(),
     async exportEvents(format, span, f) {
       const chosen = within(span, f);

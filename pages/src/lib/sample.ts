@@ -29,6 +29,12 @@ const REFERRERS = [undefined, undefined, undefined, 'https://www.google.com', 'h
 // Web vitals around their thresholds: [name, typical value, spread].
 const VITALS: [string, number, number][] = [['LCP', 1600, 2600], ['INP', 280, 520], ['CLS', 0.02, 0.2], ['FCP', 900, 1200], ['TTFB', 250, 900]];
 const CUSTOM = ['note_saved', 'search_performed', 'note_shared'];
+// Each custom event's properties (docs/api.md#properties), as the app would send them.
+const PROPERTIES: Record<string, (i: number) => Record<string, unknown>> = {
+  note_saved: (i) => ({ format: ['markdown', 'markdown', 'plain', 'checklist'][h(i, 22) % 4], words: 50 * (1 + (h(i, 23) % 8)), pinned: h(i, 24) % 5 === 0 }),
+  search_performed: (i) => ({ scope: ['all', 'all', 'title', 'tags'][h(i, 25) % 4], results: h(i, 26) % 4 === 0 ? 0 : 1 + (h(i, 27) % 12) }),
+  note_shared: (i) => ({ via: ['link', 'email', 'link', 'export'][h(i, 28) % 4] }),
+};
 // Where a session came from (as the server looks it up from the address) and which campaign, if any,
 // brought it (the first page's utm_* parameters).
 const COUNTRIES = ['US', 'US', 'DE', 'GB', 'FR', 'IN', 'BR', 'JP', 'CA', 'NL', null];
@@ -64,7 +70,7 @@ export function sampleEvents(now: number): StoredEvent[] {
       const client = { ...CLIENTS[h(session, 16) % CLIENTS.length], country: COUNTRIES[h(session, 19) % COUNTRIES.length] };
       const campaign = k === 0 ? CAMPAIGNS[h(session, 20) % CAMPAIGNS.length] : undefined;
       if (campaign) common.url += `?${campaign}`;
-      let raw: { type: string; message?: string; data: Record<string, unknown> };
+      let raw: { type: string; message?: string; name?: string; data: Record<string, unknown> };
       if (k === 0 || roll < 0.3) {
         // Log-normal-ish page loads; search on the beta is slower.
         const slow = route === '/search' && version === '2.0.0-beta.1' ? 1.6 : 1;
@@ -77,7 +83,10 @@ export function sampleEvents(now: number): StoredEvent[] {
         const message = ERRORS[h(i, 10) % ERRORS.length]!;
         raw = { type: 'error', message, data: { stack: `${message}\n    at handler (https://notes.example.com/assets/app-4f2a.js:112:17)` } };
       } else if (roll < 0.8) raw = { type: 'feedback', data: { rating: [5, 4, 4, 5, 3, 2, 5, 4][h(i, 11) % 8] } };
-      else if (roll < 0.9) raw = { type: 'custom', data: { name: CUSTOM[h(i, 12) % CUSTOM.length] } };
+      else if (roll < 0.9) {
+        const name = CUSTOM[h(i, 12) % CUSTOM.length]!;
+        raw = { type: 'custom', name, data: PROPERTIES[name]!(i) };
+      }
       else {
         const [name, typical, spread] = VITALS[h(i, 18) % VITALS.length]!;
         const value = typical + spread * unit(i, 13) ** 2;
