@@ -161,10 +161,11 @@ if (reason === null) {
       // The database as version 21 left it.
       await db.query((sql) => sql.unsafe(`
         alter table watchtower_event_blocks drop column funnel;
+        alter table watchtower_day_points drop column received;
         delete from watchtower_migrations where version > 21;`).simple());
       store = await openPostgresStore({ url: db.url, max: 4, retentionDays: 0 });
       assert.is((await store.health()).schemaVersion, MIGRATIONS[MIGRATIONS.length - 1].version);
-      assert.is(MIGRATIONS[MIGRATIONS.length - 1].version, 22);
+      assert.ok(MIGRATIONS[MIGRATIONS.length - 1].version >= 22);
       const [before] = await blocks(db);
       assert.ok(before.indexed === 0 && before.unindexed > 0, JSON.stringify(before));
       await sameAsReference(store, all, 9, 20);
