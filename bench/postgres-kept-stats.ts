@@ -6,7 +6,7 @@
 // warm-up. With another checkout of the repository (say `git worktree add ../base <commit>`), its
 // store is opened on the same database too, and each read alternates between the two, so that the
 // load of a shared machine falls on both alike. Stores are opened with their background work an
-// hour apart, and closed at the end.
+// hour apart and their default pools (10 connections), and closed at the end.
 //
 // BENCH_BACKFILL_TIMES=1 instead writes the receive times of the kept points of closed days
 // (watchtower_day_points.received, migration 23) from their blocks, as blockDay writes them since
@@ -42,8 +42,8 @@ if (process.env.BENCH_BACKFILL_TIMES === '1') {
 } else {
   const other = process.argv[3];
   const open = async (dir: string) => (await import(`${dir}/lib/store/postgres/store.ts`) as typeof import('../lib/store/postgres/store.ts'))
-    .openPostgresStore({ url, max: 4, upkeepIntervalMs: 3_600_000 });
-  const stores = [['this', await openPostgresStore({ url, max: 4, upkeepIntervalMs: 3_600_000 })] as const,
+    .openPostgresStore({ url, upkeepIntervalMs: 3_600_000 });
+  const stores = [['this', await openPostgresStore({ url, upkeepIntervalMs: 3_600_000 })] as const,
     ...(other ? [['other', await open(other)] as const] : [])];
   try {
     const reads: [string, (now: number) => StatsRange | undefined][] = [
