@@ -191,12 +191,13 @@ if (reason === null) {
       // The database as version 21 left it.
       await db.query((sql) => sql.unsafe(`
         alter table watchtower_event_blocks drop column funnel;
+        alter table watchtower_day_points drop column received;
         delete from watchtower_migrations where version > 21;`).simple());
       const [{ keyed }] = await db.query((sql) => sql<{ keyed: number }[]>`select count(*)::int as keyed from watchtower_event_blocks where step_keys is not null`);
       assert.ok(keyed > 0, 'blocks to index');
       store = await openPostgresStore({ url: db.url, max: 4, retentionDays: 0 });
       assert.is((await store.health()).schemaVersion, MIGRATIONS[MIGRATIONS.length - 1].version);
-      assert.is(MIGRATIONS[MIGRATIONS.length - 1].version, 22);
+      assert.ok(MIGRATIONS[MIGRATIONS.length - 1].version >= 22);
       // Answered while the store's own maintenance may be indexing the old blocks.
       await sameAsReference(store, all, 9, 20);
       const late = events(6, 100, inClosedDay(1));

@@ -64,7 +64,7 @@ export const BLOCK_EVENTS = 1000;
  * snapshot sees: rows inserted meanwhile stay rows, and two instances moving the same day at once
  * each move what the other did not (a deleted row is skipped). The same statement keeps each
  * owner, scope and route's latest points of the day (watchtower_day_points, migration 16), from
- * the rows moved and the points kept before. Sent unprepared, on the day's own partition.
+ * the rows moved and the points kept before, with their receive times (migration 23). Sent unprepared, on the day's own partition.
  * Resolves to the number of events moved.
  */
 export async function blockDay(sql: postgres.Sql, day: number): Promise<number> {
@@ -98,24 +98,29 @@ export async function blockDay(sql: postgres.Sql, day: number): Promise<number> 
       returning user_id, events
     ), candidates as (
       -- The latency points moved, per owner, scope and route.
-      select m.user_id, s.scope, m.route_key as route, m.seq, m.duration, m.ts, m.ttfb
+      select m.user_id, s.scope, m.route_key as route, m.seq, m.duration, m.ts, m.ttfb, m.received_at
       from moved m cross join lateral (values (''), ('#' || m.project_id)) as s(scope)
       where m.user_id <> '' and m.route_key is not null and m.duration is not null and s.scope is not null
     ), pointed as (
       -- The latest of them, merged with those kept before (the row as committed: another
       -- instance moving rows of the same day at once adds its own, never overwrites them).
-      insert into watchtower_day_points as p (user_id, scope, day, route, n, first_seq, last_seq, seqs, durations, timestamps, ttfbs)
+      -- With their receive times (migration 23): a row kept before has none, and unnest pads
+      -- its times with nulls, so that a merge keeping any of its points keeps no times at all.
+      insert into watchtower_day_points as p (user_id, scope, day, route, n, first_seq, last_seq, seqs, durations, timestamps, ttfbs, received)
       select user_id, scope, $2::integer, route, count(*), min(seq), max(seq),
-             array_agg(seq order by seq desc), array_agg(duration order by seq desc), array_agg(ts order by seq desc), array_agg(ttfb order by seq desc)
+             array_agg(seq order by seq desc), array_agg(duration order by seq desc), array_agg(ts order by seq desc), array_agg(ttfb order by seq desc),
+             array_agg(received_at order by seq desc)
       from (select *, row_number() over (partition by user_id, scope, route order by seq desc) as rank from candidates) c
       where rank <= $3::integer
       group by user_id, scope, route
       on conflict (user_id, scope, day, route) do update
-        set (n, first_seq, last_seq, seqs, durations, timestamps, ttfbs) = (
+        set (n, first_seq, last_seq, seqs, durations, timestamps, ttfbs, received) = (
           select count(*), min(seq), max(seq), array_agg(seq order by seq desc), array_agg(duration order by seq desc),
-                 array_agg(ts order by seq desc), array_agg(ttfb order by seq desc)
-          from (select * from (select * from unnest(p.seqs, p.durations, p.timestamps, p.ttfbs)
-                               union select * from unnest(excluded.seqs, excluded.durations, excluded.timestamps, excluded.ttfbs)) u(seq, duration, ts, ttfb)
+                 array_agg(ts order by seq desc), array_agg(ttfb order by seq desc),
+                 case when bool_and(received is not null) then array_agg(received order by seq desc) end
+          from (select * from (select * from unnest(p.seqs, p.durations, p.timestamps, p.ttfbs, p.received)
+                               union select * from unnest(excluded.seqs, excluded.durations, excluded.timestamps, excluded.ttfbs, excluded.received))
+                  u(seq, duration, ts, ttfb, received)
                 order by seq desc limit $3::integer) t)
       returning 1
     ), counted as (

@@ -11,12 +11,13 @@ import { MIGRATIONS_18_TO_19 } from './0018-0019.ts';
 import { MIGRATIONS_20 } from './0020.ts';
 import { MIGRATIONS_21_ON } from './0021.ts';
 import { MIGRATIONS_22_ON } from './0022.ts';
+import { MIGRATIONS_23_ON } from './0023.ts';
 import { MIGRATION_LOCK } from './locks.ts';
 import { migrationScript as scriptOf, runMigrations, type Migration, type Schema } from './runner.ts';
 
 export type { Migration };
 
-export const MIGRATIONS: readonly Migration[] = [...MIGRATIONS_1_TO_3, ...MIGRATIONS_4_TO_9, ...MIGRATIONS_10_TO_17, ...MIGRATIONS_18_TO_19, ...MIGRATIONS_20, ...MIGRATIONS_21_ON, ...MIGRATIONS_22_ON];
+export const MIGRATIONS: readonly Migration[] = [...MIGRATIONS_1_TO_3, ...MIGRATIONS_4_TO_9, ...MIGRATIONS_10_TO_17, ...MIGRATIONS_18_TO_19, ...MIGRATIONS_20, ...MIGRATIONS_21_ON, ...MIGRATIONS_22_ON, ...MIGRATIONS_23_ON];
 
 /** The event store's schema: its table of versions and its lock, apart from the records'. */
 const SCHEMA: Schema = { table: 'watchtower_migrations', lock: MIGRATION_LOCK, tag: 'wt', what: 'migration' };

@@ -6,6 +6,7 @@ import { DAY_MS, LATENCY_POINTS } from '../../../stats.ts';
 import type { EventDay } from '../reads/by-days.ts';
 import { blockPoints, type OwnerRead } from '../reads/owner.ts';
 import { pgArray } from '../sql.ts';
+import { cutDayPoints, pointedDay } from './cut-days.ts';
 import { openDayPoints, type PointRow, type OpenPointsCache } from './open-points.ts';
 import type { StatsQuery } from './plan.ts';
 
@@ -32,17 +33,17 @@ export function readLatestPoints(q: StatsQuery, read: OwnerRead, open: OpenPoint
   // (watchtower_day_points): their points are read there; the other days' from rows and blocks.
   const wholeDay = (d: EventDay) => r === null || (d.day * DAY_MS >= r.from && (d.day + 1) * DAY_MS <= r.to);
   // Kept per owner and project, not per environment: an environment's are read from the blocks.
-  const pointed = environment !== null ? [] : days.filter((d) => wholeDay(d) && d.pointed === d.events && d.moved === d.events);
+  const pointed = environment !== null ? [] : days.filter((d) => wholeDay(d) && pointedDay(d));
   const unpointed = days.filter((d) => !pointed.includes(d));
   const windowEvents = unpointed.reduce((n, d) => n + d.events, 0);
-  // The kept points first: an unpointed day whose newest seq is older than every route's 100th
-  // kept point cannot hold a latest point (a range's first day, partial, is such a day), and is
-  // not read.
   // Days still all in rows, of today and yesterday (before its move into blocks): their points
   // are kept by the instance up to a horizon (./open-points.ts). Only for the routes whose answer
   // is exact from them; the others read such a day as any other.
   const today = Math.floor(Date.now() / DAY_MS);
   const openDays = unpointed.filter((d) => !d.moved && d.day >= today - 1 && d.day <= today);
+  // Closed days the range cuts, all in blocks with their points kept: those points inside the
+  // range answer the routes they can (./cut-days.ts); the others read such a day as any other.
+  const cutDays = environment !== null ? [] : unpointed.filter((d) => !wholeDay(d) && pointedDay(d));
   const pointsOf = async (counts: ReadonlyMap<string, number>) => {
     const keys = [...counts.keys()];
     // Whole closed days' kept points change only when a late event moves into one (its pointed count).
@@ -50,25 +51,34 @@ export function readLatestPoints(q: StatsQuery, read: OwnerRead, open: OpenPoint
     const keptRead = pointed.length
       ? cache.keptPoints(user, key, () => keptPoints(sql, user, scope, pointed.map((d) => d.day), keys))
       : Promise.resolve(new Map<string, PointRow[]>());
+    const cutRead = cutDayPoints(q, cutDays, keys);
     const opened = await Promise.all(openDays.map((d) => openDayPoints(q, open, d.day, keys)));
-    const kept = await keptRead;
-    // Routes answered from every open day's kept points: their other days only are read.
-    const exact = keys.filter((route) => opened.every((o) => o?.has(route)));
-    const rest = keys.filter((route) => !exact.includes(route));
-    const fromOpen = opened.filter((o): o is Map<string, PointRow[]> => o !== null);
-    // The kept points first: an unpointed day whose newest seq is older than every route's 100th
-    // kept point cannot hold a latest point (a range's first day, partial, is such a day), and is
-    // not read.
-    const readOthers = async (routes: string[], known: Map<string, PointRow[]>, candidates: readonly EventDay[]) => {
-      if (!routes.length) return new Map<string, PointRow[]>();
+    const [kept, cut] = await Promise.all([keptRead, cutRead]);
+    // What each open or cut day answers (null: nothing, the day read as any other).
+    const answers = new Map<EventDay, ReadonlyMap<string, PointRow[]> | null>([
+      ...openDays.map((d, i) => [d, opened[i]] as const), ...cutDays.map((d) => [d, cut.get(d.day)!] as const)]);
+    const answered = [...answers.values()].filter((a): a is ReadonlyMap<string, PointRow[]> => a !== null);
+    const known = latestPoints(kept, ...answered);
+    // The routes by the days left to read for them (those no open or cut day answers).
+    const groups = new Map<string, { routes: string[]; days: EventDay[] }>();
+    for (const route of keys) {
+      const left = unpointed.filter((d) => !answers.get(d)?.has(route));
+      const k = left.map((d) => d.day).join(',');
+      let group = groups.get(k);
+      if (!group) groups.set(k, (group = { routes: [], days: left }));
+      group.routes.push(route);
+    }
+    // The known points first: a day left whose newest seq is older than every route's 100th known
+    // point cannot hold a latest point (a range's first day, partial, is often such a day), and
+    // is not read. Each answer is of points in range only, so extra ones change no latest 100.
+    const readOthers = async (routes: string[], candidates: readonly EventDay[]) => {
       let oldest = Infinity;
       for (const route of routes) oldest = Math.min(oldest, (known.get(route) ?? []).length < LATENCY_POINTS ? -Infinity : Number(known.get(route)![LATENCY_POINTS - 1].seq));
       const days = candidates.filter((d) => d.last > oldest);
       return days.length ? readPoints(new Map(routes.map((route) => [route, counts.get(route)!])), days) : new Map<string, PointRow[]>();
     };
-    const closed = unpointed.filter((d) => !openDays.includes(d));
-    const [a, b] = await Promise.all([readOthers(exact, latestPoints(kept, ...fromOpen), closed), readOthers(rest, kept, unpointed)]);
-    return latestPoints(a, b, kept, ...fromOpen.map((o) => new Map([...o].filter(([route]) => exact.includes(route)))));
+    const read = await Promise.all([...groups.values()].map((g) => readOthers(g.routes, g.days)));
+    return latestPoints(known, ...read);
   };
   const readPoints = (counts: ReadonlyMap<string, number>, days: readonly EventDay[]) => read<PointRow>(user, days, 'desc', LATENCY_POINTS, [...counts.keys()], async (d0, d1, keys) => {
     // One row per route, its points as one JSON array: 20 routes' 100 points would otherwise be
