@@ -144,6 +144,13 @@ test('SpanCache: a span is kept for the same days only, at most three, dropped w
   small.of([days[1], days[2]]);
   assert.is(small.size, 1, 'two spans exceed the limit');
   assert.ok(small.bytes <= small.limit);
+  let limit = Infinity;
+  const shrinking = new SpanCache(() => limit);
+  shrinking.of([days[0], days[1]]);
+  shrinking.of([days[2], days[3]]);
+  limit = shrinking.bytes - 1;
+  shrinking.dropDay(-1);
+  assert.is(shrinking.size, 1, 'a merged day dropped lowers the limit: the least recently used went');
   const none = new SpanCache(() => 0);
   assert.ok(none.of([days[0], days[1]]) !== null, 'a span past the limit is still summed, not kept');
   assert.is(none.size, 0);
