@@ -152,7 +152,7 @@ test('SpanCache: a span is kept for the same days only, at most three, dropped w
   shrinking.dropDay(-1);
   assert.is(shrinking.size, 1, 'a merged day dropped lowers the limit: the least recently used went');
   const none = new SpanCache(() => 0);
-  assert.ok(none.of([days[0], days[1]]) !== null, 'a span past the limit is still summed, not kept');
+  assert.is(none.of([days[0], days[1]]), null, 'a span past the limit is not kept: the days are summed one by one');
   assert.is(none.size, 0);
 });
 

@@ -81,13 +81,13 @@ export class SpanTotals implements SumColumns {
   readonly routeCounts: number[] = [];
   readonly routeSumMicros: number[] = [];
   readonly routeEnds: number[] = [];
-  readonly values: Float64Array;
-  readonly valueCounts: Float64Array;
+  readonly values: Numbers;
+  readonly valueCounts: Numbers;
   readonly vitalPages: string[] = [];
   readonly vitalMetrics: number[] = [];
   readonly vitalEnds: number[] = [];
-  readonly vitalValues: Float64Array;
-  readonly vitalValueCounts: Float64Array;
+  readonly vitalValues: Numbers;
+  readonly vitalValueCounts: Numbers;
   /** Memory held, estimated: 8 bytes a number, 2 a character and 40 a string. */
   readonly bytes: number;
 
@@ -120,7 +120,7 @@ export class SpanTotals implements SumColumns {
     const text = (names: readonly string[]) => names.reduce((s, x) => s + 40 + 2 * x.length, 0);
     this.bytes = text(this.types) + text(this.versions) + text(this.routes) + text(this.vitalPages) +
       8 * (this.types.length + this.versions.length + 3 * this.routes.length + 2 * this.vitalPages.length) +
-      this.values.byteLength * 2 + this.vitalValues.byteLength * 2 + 8 * days.length;
+      this.values.byteLength + this.valueCounts.byteLength + this.vitalValues.byteLength + this.vitalValueCounts.byteLength + 8 * days.length;
   }
 
   /** Whether these are the sums of exactly `days` (the same parts, in the same order). */
@@ -129,12 +129,19 @@ export class SpanTotals implements SumColumns {
   }
 }
 
-function concat(lists: Float64Array[][]): [Float64Array, Float64Array] {
+type Numbers = Float64Array | Int32Array | Uint32Array;
+
+/** The lists one after the other: 4 bytes a number where every one fits (whole ms, counts), else 8. */
+function concat(lists: Float64Array[][]): [Numbers, Numbers] {
   const n = lists.reduce((s, [v]) => s + v.length, 0);
   const values = new Float64Array(n), counts = new Float64Array(n);
   let at = 0;
   for (const [v, c] of lists) values.set(v, at), counts.set(c, at), (at += v.length);
-  return [values, counts];
+  const fits = (a: Float64Array, Narrow: Int32ArrayConstructor | Uint32ArrayConstructor) => {
+    const narrow = Narrow.from(a);
+    return narrow.every((x, i) => x === a[i]) ? narrow : a;
+  };
+  return [fits(values, Int32Array), fits(counts, Uint32Array)];
 }
 
 /** Spans kept per user at most: a range read now and then, its comparison period, one more. */
@@ -148,6 +155,8 @@ const MIN_DAYS = 2;
  */
 export class SpanCache {
   private spans: SpanTotals[] = [];
+  /** Bytes of the last span built that did not fit: none is built again until the limit reaches it. */
+  private tooBig = 0;
   /** Reads answered from a span kept (for tests). */
   hits = 0;
 
@@ -168,8 +177,8 @@ export class SpanCache {
   }
 
   /**
-   * The sums of `days` (merged days' parts, ascending by hour), kept or built; null for too few
-   * days. A span built is kept if it fits, evicting the least recently used.
+   * The sums of `days` (merged days' parts, ascending by hour), kept or built and kept (evicting
+   * the least recently used); null for too few days or a span past the limit (summed day by day).
    */
   of(days: readonly RollupPart[]): SpanTotals | null {
     if (days.length < MIN_DAYS) return null;
@@ -180,9 +189,15 @@ export class SpanCache {
       this.hits++;
       return span;
     }
-    const span = new SpanTotals(days);
     const limit = this.limitBytes();
-    if (span.bytes > limit) return span;
+    // Building a span costs about as much as summing its days once: not for one read.
+    if (limit < this.tooBig) return null;
+    const span = new SpanTotals(days);
+    if (span.bytes > limit) {
+      this.tooBig = span.bytes;
+      return null;
+    }
+    this.tooBig = 0;
     this.spans.push(span);
     while (this.spans.length > SPANS || this.bytes > limit) this.spans.shift();
     return span;

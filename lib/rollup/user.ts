@@ -103,7 +103,7 @@ const AHEAD_DAYS = 31;
  * The share of its merged days' bytes a user's span sums may take (span-totals.ts): a span keeps
  * no sessions or breakdowns, only merged value lists, so one is far smaller than a merged day.
  */
-const SPAN_SHARE = 1 / 4;
+const SPAN_SHARE = 1 / 2;
 
 export class UserRollups implements RollupSource {
   private readonly hours = new Map<number, Slot[]>();
