@@ -45,11 +45,19 @@ export class Totals {
       route.sumMicros += c.routeSumMicros[i];
       route.durations.addValues(c.values, c.valueCounts, i ? c.routeEnds[i - 1] : 0, c.routeEnds[i]);
     }
-    if (this.withVitals) this.addVitals(c);
+    if (!this.withVitals) return;
+    // A span keeps all pages' lists merged too: added once rather than again page by page.
+    const span = c instanceof SpanTotals ? c : null;
+    this.addVitals(c, span === null);
+    span?.allVitals.forEach(([values, counts], m) => {
+      const all = this.vitals[m];
+      all.values.addValues(values, counts, 0, values.length);
+      for (let j = 0; j < values.length; j++) all.count += counts[j], (all.ratings[vitalRating(m, values[j])] += counts[j]);
+    });
   }
 
-  /** Adds a part's vital values to each page's and to all pages' totals. */
-  private addVitals(c: SumColumns): void {
+  /** Adds a part's vital values to each page's totals, and unless `toAll` is false to all pages'. */
+  private addVitals(c: SumColumns, toAll: boolean): void {
     for (let i = 0; i < c.vitalPages.length; i++) {
       const m = c.vitalMetrics[i];
       let page = this.vitalPages.get(c.vitalPages[i]);
@@ -57,14 +65,13 @@ export class Totals {
       const ofPage = (page.metrics[m] ??= vitalTotals()), all = this.vitals[m];
       const start = i ? c.vitalEnds[i - 1] : 0, end = c.vitalEnds[i];
       ofPage.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
-      all.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
+      if (toAll) all.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
       for (let j = start; j < end; j++) {
         const n = c.vitalValueCounts[j], rating = vitalRating(m, c.vitalValues[j]);
         page.events += n;
         ofPage.count += n;
         ofPage.ratings[rating] += n;
-        all.count += n;
-        all.ratings[rating] += n;
+        if (toAll) all.count += n, (all.ratings[rating] += n);
       }
     }
   }
@@ -88,6 +95,8 @@ export class SpanTotals implements SumColumns {
   readonly vitalEnds: number[] = [];
   readonly vitalValues: Numbers;
   readonly vitalValueCounts: Numbers;
+  /** Per vital (index into VITAL_NAMES), all pages' values and counts merged. */
+  readonly allVitals: [Numbers, Numbers][];
   /** Memory held, estimated: 8 bytes a number, 2 a character and 40 a string. */
   readonly bytes: number;
 
@@ -117,10 +126,15 @@ export class SpanTotals implements SumColumns {
       });
     }
     [this.vitalValues, this.vitalValueCounts] = concat(vitals);
+    this.allVitals = t.vitals.map((v) => {
+      const { values, counts } = v.values.collapse();
+      return concat([[values, counts]]);
+    });
     const text = (names: readonly string[]) => names.reduce((s, x) => s + 40 + 2 * x.length, 0);
     this.bytes = text(this.types) + text(this.versions) + text(this.routes) + text(this.vitalPages) +
       8 * (this.types.length + this.versions.length + 3 * this.routes.length + 2 * this.vitalPages.length) +
-      this.values.byteLength + this.valueCounts.byteLength + this.vitalValues.byteLength + this.vitalValueCounts.byteLength + 8 * days.length;
+      this.values.byteLength + this.valueCounts.byteLength + this.vitalValues.byteLength + this.vitalValueCounts.byteLength + 8 * days.length +
+      this.allVitals.reduce((n, [v, c]) => n + v.byteLength + c.byteLength, 0);
   }
 
   /** Whether these are the sums of exactly `days` (the same parts, in the same order). */
