@@ -4,7 +4,7 @@
 // answers null, from raw events), and calls assembleStats. The result equals computeStats over the
 // same events; the property tests check that.
 import {
-  breakdownLists, BROWSERS, CUSTOM_EVENTS, DIMENSIONS, PAGES, PART_DIMENSIONS, PROPERTIES, topRows, vitalRating, vitalSummary, VITAL_NAMES, vitalsOf,
+  breakdownLists, BROWSERS, CUSTOM_EVENTS, DIMENSIONS, PAGES, PART_DIMENSIONS, PROPERTIES, topRows, vitalSummary, vitalsOf,
   type BreakdownRow, type PageRow, type VitalSummary,
 } from '../breakdowns.ts';
 import type { RangeCounts, Recents } from '../live-window.ts';
@@ -12,7 +12,7 @@ import {
   averageMs, breakdownCounts, dayIndex, DAY_MS, HOUR_MS, resolveRange, round2, roundMs, seriesLabels, SERIES_DAYS,
   type LatencySummary, type ResolvedRange, type Stats, type StatsRange,
 } from '../stats.ts';
-import { RouteDurations } from './durations.ts';
+import { Totals, type SpanTotals, type VitalTotals } from './span-totals.ts';
 import { SessionIds } from './session-ids.ts';
 import { NameSessions, type DayView } from './cross-days.ts';
 import { IdSet } from './id-set.ts';
@@ -97,19 +97,10 @@ export interface StatsInput {
   dimensions?: number;
 }
 
-interface RouteTotals { count: number; sumMicros: number; durations: RouteDurations }
-/** One vital (of a page, or of all): its value counts, how many, and how many rate good / NI / poor. */
-interface VitalTotals { count: number; ratings: number[]; values: RouteDurations }
-const vitalTotals = (): VitalTotals => ({ count: 0, ratings: [0, 0, 0], values: new RouteDurations() });
-
 export function assembleStats({ plan, rollups, edges, recents, breakdowns = true, dimensions = PART_DIMENSIONS }: StatsInput): Stats {
   const { now, range: r } = plan;
   const withBreakdowns = r !== null && breakdowns;
   const [h0, h1] = plan.fullHours;
-  const byType = new Map<string, number>();
-  const byVersion = new Map<string, number>();
-  const feedback = [0, 0, 0, 0, 0];
-  const routes = new Map<string, RouteTotals>();
   const buckets = r ? r.buckets : SERIES_DAYS;
   const bucketEvents = new Array<number>(buckets).fill(0);
   // Hours never straddle a bucket: buckets are whole UTC hours or days.
@@ -141,8 +132,10 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   let sessionCount = 0;
   if (withBreakdowns) parts.forEach((p, k) => (sessionCount += views[k]?.crossed.length ?? p.sessionCount));
   const sessionIds = new SessionIds(sessionCount);
-  const vitals = VITAL_NAMES.map(vitalTotals);
-  const vitalPages: VitalPages = new Map();
+  // Types, versions, feedback, routes and vitals: the merged days' sums come from the span cache.
+  const sums = new Totals(withBreakdowns);
+  const span = spanOf(rollups, parts);
+  const inSpan = new Set(span?.days);
 
   // How many dimensions every part read holds: a part kept before the newer ones lacks them, and
   // their lists are then left out (breakdownLists) rather than counted from some parts only.
@@ -165,7 +158,6 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
         for (let j = i ? ends[i - 1] : 0; j < ends[i]; j++) ids.add(sessions![refs[j]]);
       }
     }
-    addVitals(c, vitals, vitalPages);
   };
 
   const add = (part: RollupPart, k: number) => {
@@ -174,18 +166,11 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
     total += part.total;
     const b = bucketOf(part.hour);
     if (b >= 0 && b < buckets) bucketEvents[b] += part.total;
-    for (let i = 0; i < c.types.length; i++) byType.set(c.types[i], (byType.get(c.types[i]) ?? 0) + c.typeCounts[i]);
-    for (let i = 0; i < c.versions.length; i++) byVersion.set(c.versions[i], (byVersion.get(c.versions[i]) ?? 0) + c.versionCounts[i]);
-    for (let i = 0; i < 5; i++) feedback[i] += c.feedback[i];
-    for (let i = 0; i < c.routes.length; i++) {
-      let route = routes.get(c.routes[i]);
-      if (!route) routes.set(c.routes[i], (route = { count: 0, sumMicros: 0, durations: new RouteDurations() }));
-      route.count += c.routeCounts[i];
-      route.sumMicros += c.routeSumMicros[i];
-      route.durations.add(c, i);
-    }
+    if (!inSpan.has(part)) sums.add(c);
   };
   parts.forEach(add);
+  if (span) sums.add(span);
+  const { byType, byVersion, feedback, routes, vitals, vitalPages } = sums;
 
   const latencyByRoute: Record<string, LatencySummary> = {};
   const routeP75 = new Map<string, number>();
@@ -248,27 +233,15 @@ export function assembleStats({ plan, rollups, edges, recents, breakdowns = true
   return stats;
 }
 
-type VitalPages = Map<string, { events: number; metrics: (VitalTotals | undefined)[] }>;
-
-/** Adds a part's vital values to each page's and to all pages' totals. */
-function addVitals(c: PartColumns, vitals: readonly VitalTotals[], vitalPages: VitalPages): void {
-  for (let i = 0; i < c.vitalPages.length; i++) {
-    const m = c.vitalMetrics[i];
-    let page = vitalPages.get(c.vitalPages[i]);
-    if (!page) vitalPages.set(c.vitalPages[i], (page = { events: 0, metrics: [] }));
-    const ofPage = (page.metrics[m] ??= vitalTotals()), all = vitals[m];
-    const start = i ? c.vitalEnds[i - 1] : 0, end = c.vitalEnds[i];
-    ofPage.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
-    all.values.addValues(c.vitalValues, c.vitalValueCounts, start, end);
-    for (let j = start; j < end; j++) {
-      const n = c.vitalValueCounts[j], rating = vitalRating(m, c.vitalValues[j]);
-      page.events += n;
-      ofPage.count += n;
-      ofPage.ratings[rating] += n;
-      all.count += n;
-      all.ratings[rating] += n;
-    }
-  }
+/**
+ * The sums of the merged days among `parts` (those the source's CrossDays holds), from the source's
+ * span cache; null without one, or for too few days.
+ */
+function spanOf(rollups: RollupSource, parts: readonly RollupPart[]): SpanTotals | null {
+  const cross = rollups.crossDays, spans = rollups.spans;
+  if (!cross || !spans) return null;
+  const days = parts.filter((p) => cross.heldOf(p) !== null).sort((a, b) => a.hour - b.hour);
+  return spans.of(days);
 }
 
 /**

@@ -48,6 +48,29 @@ export class RouteDurations {
   }
 
   /**
+   * Every value added once, ascending, with its summed count: the merged list a span of days keeps
+   * (span-totals.ts), so later reads add one list instead of one per day. Uses the scratch array
+   * as nearestRanks does and leaves it zero.
+   */
+  collapse(): { values: Float64Array; counts: Float64Array } {
+    const [lo, hi, sparse] = this.gather();
+    const values: number[] = [], counts: number[] = [];
+    const others = [...sparse.keys()].sort((a, b) => a - b);
+    let o = 0;
+    const push = (v: number, c: number) => void (values.push(v), counts.push(c));
+    while (o < others.length && others[o] < 0) push(others[o], sparse.get(others[o++])!);
+    for (let b = lo >> BLOCK_BITS; hi >= lo && b <= hi >> BLOCK_BITS; b++) {
+      if (blocks[b] === 0) continue;
+      blocks[b] = 0;
+      for (let v = b << BLOCK_BITS, end = v + (1 << BLOCK_BITS); v < end; v++) {
+        if (scratch[v] !== 0) push(v, scratch[v]), (scratch[v] = 0);
+      }
+    }
+    while (o < others.length) push(others[o], sparse.get(others[o++])!);
+    return { values: Float64Array.from(values), counts: Float64Array.from(counts) };
+  }
+
+  /**
    * The nearest-rank percentile for each p (same ranks as stats.ts percentile) of the `n`
    * durations added: the smallest value whose cumulative count reaches ceil(p/100 · n).
    * `ps` ascending.
@@ -57,33 +80,7 @@ export class RouteDurations {
     if (ps.some((p, i) => i > 0 && p < ps[i - 1])) throw new RangeError('percentiles must be asked in ascending order');
     if (n === 0) return out;
     const ranks = ps.map((p) => Math.min(n, Math.max(1, Math.ceil((p / 100) * n))));
-    let lo = DENSE, hi = -1;
-    const sparse = new Map<number, number>();
-    const addEach = (values: ArrayLike<number>, valueCounts: ArrayLike<number>, start: number, end: number) => {
-      for (let j = start; j < end; j++) {
-        const v = values[j];
-        if (v >= 0 && v < DENSE) {
-          scratch[v] += valueCounts[j];
-          blocks[v >> BLOCK_BITS] += valueCounts[j];
-          if (v < lo) lo = v;
-          if (v > hi) hi = v;
-        } else sparse.set(v, (sparse.get(v) ?? 0) + valueCounts[j]);
-      }
-    };
-    for (const { values, counts: valueCounts, start, end } of this.slices) {
-      // A route's values are ascending whole ms: when the first and last fit the scratch array,
-      // all do, and the loop is a bare add (most hours of most routes).
-      if (values[start] >= 0 && values[end - 1] < DENSE) {
-        if (values[start] < lo) lo = values[start];
-        if (values[end - 1] > hi) hi = values[end - 1];
-        for (let j = start; j < end; j++) {
-          scratch[values[j]] += valueCounts[j];
-          blocks[values[j] >> BLOCK_BITS] += valueCounts[j];
-        }
-      } else addEach(values, valueCounts, start, end);
-    }
-    // The copied values are in no order.
-    addEach(this.few.values, this.few.counts, 0, this.few.values.length);
+    const [lo, hi, sparse] = this.gather();
     // Walk values in ascending order: sparse ones below the dense range (negative), the dense
     // range block by block, the rest (above it).
     const others = [...sparse.keys()].sort((a, b) => a - b);
@@ -115,5 +112,37 @@ export class RouteDurations {
     }
     while (o < others.length) take(others[o], sparse.get(others[o++])!);
     return out;
+  }
+
+  /** Adds every count into the scratch array (values outside it into a map): [lowest, highest, map]. */
+  private gather(): [number, number, Map<number, number>] {
+    let lo = DENSE, hi = -1;
+    const sparse = new Map<number, number>();
+    const addEach = (values: ArrayLike<number>, valueCounts: ArrayLike<number>, start: number, end: number) => {
+      for (let j = start; j < end; j++) {
+        const v = values[j];
+        if (v >= 0 && v < DENSE) {
+          scratch[v] += valueCounts[j];
+          blocks[v >> BLOCK_BITS] += valueCounts[j];
+          if (v < lo) lo = v;
+          if (v > hi) hi = v;
+        } else sparse.set(v, (sparse.get(v) ?? 0) + valueCounts[j]);
+      }
+    };
+    for (const { values, counts: valueCounts, start, end } of this.slices) {
+      // A route's values are ascending whole ms: when the first and last fit the scratch array,
+      // all do, and the loop is a bare add (most hours of most routes).
+      if (values[start] >= 0 && values[end - 1] < DENSE) {
+        if (values[start] < lo) lo = values[start];
+        if (values[end - 1] > hi) hi = values[end - 1];
+        for (let j = start; j < end; j++) {
+          scratch[values[j]] += valueCounts[j];
+          blocks[values[j] >> BLOCK_BITS] += valueCounts[j];
+        }
+      } else addEach(values, valueCounts, start, end);
+    }
+    // The copied values are in no order.
+    addEach(this.few.values, this.few.counts, 0, this.few.values.length);
+    return [lo, hi, sparse];
   }
 }

@@ -5,6 +5,7 @@
 import { encodePart, FrozenHour } from './codec.ts';
 import { CrossDays } from './cross-days.ts';
 import { asHour, HourRollup, hourOf, type RollupPart, type RollupRow } from './hour.ts';
+import { SpanCache } from './span-totals.ts';
 
 export type PartTag = number;
 
@@ -27,6 +28,8 @@ export interface RollupSource {
    * then looks up only those (cross-days.ts). Without it every part's sessions are looked up.
    */
   readonly crossDays?: CrossDays;
+  /** Sums of spans of those merged days, kept for reads that read the same span again. */
+  readonly spans?: SpanCache;
 }
 
 /**
@@ -38,6 +41,10 @@ export class WithParts implements RollupSource {
 
   get crossDays(): CrossDays | undefined {
     return this.base.crossDays;
+  }
+
+  get spans(): SpanCache | undefined {
+    return this.base.spans;
   }
 
   forEachPart(fromHour: number, toHour: number, fn: (part: RollupPart) => void, byDay?: boolean): void {
@@ -92,6 +99,11 @@ const MERGE_BUDGET_MS = 40;
  * Older days, and days no read asks for, stay unmerged (memory: see MERGED_DAYS).
  */
 const AHEAD_DAYS = 31;
+/**
+ * The share of its merged days' bytes a user's span sums may take (span-totals.ts): a span keeps
+ * no sessions or breakdowns, only merged value lists, so one is far smaller than a merged day.
+ */
+const SPAN_SHARE = 1 / 2;
 
 export class UserRollups implements RollupSource {
   private readonly hours = new Map<number, Slot[]>();
@@ -113,6 +125,11 @@ export class UserRollups implements RollupSource {
   private readonly ahead = new Set<number>();
   /** The sessions of the merged days, kept with them: which cross into other days. */
   readonly crossDays = new CrossDays();
+  /** Encoded bytes of each merged day, and their sum: what the span sums are bounded by. */
+  private readonly mergedSizes = new Map<number, number>();
+  private mergedBytes = 0;
+  /** Sums of spans of merged days, dropped with any day they hold (dropMerged). */
+  readonly spans = new SpanCache(() => this.mergedBytes * SPAN_SHARE);
 
   get empty(): boolean {
     return this.hours.size === 0;
@@ -262,8 +279,11 @@ export class UserRollups implements RollupSource {
       for (let h = day * 24; h < day * 24 + 24; h++) {
         for (const s of this.hours.get(h) ?? []) sum.merge(asHour(s.part, sum.hour));
       }
-      part = FrozenHour.decode(encodePart(sum));
+      const bytes = encodePart(sum);
+      part = FrozenHour.decode(bytes);
       if (this.merged.size >= MERGED_DAYS) this.dropMerged(this.merged.keys().next().value!);
+      this.mergedSizes.set(day, bytes.byteLength);
+      this.mergedBytes += bytes.byteLength;
       this.crossDays.add(day, part);
     }
     this.merged.set(day, part);
@@ -277,7 +297,11 @@ export class UserRollups implements RollupSource {
   }
 
   private dropMerged(day: number) {
-    if (this.merged.delete(day)) this.crossDays.remove(day);
+    if (!this.merged.delete(day)) return;
+    this.crossDays.remove(day);
+    this.mergedBytes -= this.mergedSizes.get(day)!;
+    this.mergedSizes.delete(day);
+    this.spans.dropDay(day);
   }
 
   forEachSession(fromHour: number, toHour: number, fn: (session: string) => void): void {
