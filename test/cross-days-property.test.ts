@@ -12,8 +12,9 @@ import { recentsOf } from '../lib/live-window.ts';
 import { assembleStats, planStats } from '../lib/rollup/assemble.ts';
 import { CrossDays } from '../lib/rollup/cross-days.ts';
 import { HourRollup, rollupRow } from '../lib/rollup/hour.ts';
-import { UserRollups, WithParts } from '../lib/rollup/user.ts';
+import { WithParts } from '../lib/rollup/user.ts';
 import { computeStats, rangeProblem, type StatsRange } from '../lib/stats.ts';
+import { SegmentsModel } from './helpers/segments-model.ts';
 
 const RUNS = Number(process.env.WATCHTOWER_PROPERTY_RUNS ?? 150);
 const H = 3_600_000;
@@ -75,24 +76,14 @@ test('reads of changing rollups count distinct sessions as computeStats does, me
   let reads = 0, viewed = 0;
   fc.assert(
     fc.property(fc.boolean(), fc.array(op, { minLength: 2, maxLength: 30 }), (uuids, ops) => {
-      const rollups = new UserRollups(Infinity);
-      // Events by tag (a segment); the newest tag takes events, older ones are frozen.
-      const held = new Map<number, StoredEvent[]>();
-      let tag = 0, oldest = 0;
+      // The newest segment takes events, older ones are frozen.
+      const model = new SegmentsModel();
+      const { rollups } = model;
       for (const o of ops) {
-        if (o.kind === 'add') {
-          for (const r of o.events) {
-            const e = stored(r, uuids);
-            rollups.add(rollupRow(e), tag);
-            held.set(tag, [...(held.get(tag) ?? []), e]);
-          }
-        } else if (o.kind === 'seal') rollups.freeze(tag++);
-        else if (o.kind === 'idle') while (rollups.mergePending(Infinity));
-        else if (o.kind === 'drop' && oldest < tag) {
-          rollups.drop(oldest);
-          held.delete(oldest++);
-        } else if (o.kind === 'read') {
-          const events = [...held.values()].flat();
+        if (o.kind === 'add') for (const r of o.events) model.add(stored(r, uuids));
+        else if (model.apply(o)) continue;
+        else if (o.kind === 'read') {
+          const events = model.events();
           const extra = o.extra.map((r) => stored(r, uuids));
           const now = DAY0 + D + 1;
           const range: StatsRange = { from: o.from, to: o.to, interval: o.interval, goals: GOALS, ...(o.property ? { property: { key: 'plan', keys: true } } : {}) };

@@ -11,8 +11,8 @@ import { recentsOf } from '../lib/live-window.ts';
 import { assembleStats, planStats } from '../lib/rollup/assemble.ts';
 import { HourRollup, rollupRow } from '../lib/rollup/hour.ts';
 import { SpanCache } from '../lib/rollup/span-totals.ts';
-import { UserRollups } from '../lib/rollup/user.ts';
 import { computeStats, rangeProblem, type StatsRange } from '../lib/stats.ts';
+import { SegmentsModel } from './helpers/segments-model.ts';
 
 const RUNS = Number(process.env.WATCHTOWER_PROPERTY_RUNS ?? 150);
 const H = 3_600_000;
@@ -74,32 +74,21 @@ test('repeated and shifted reads with span sums kept answer as computeStats does
   let reads = 0, hits = 0;
   fc.assert(
     fc.property(history, rawEvent, fc.array(op, { minLength: 3, maxLength: 40 }), (past, like, ops) => {
-      const rollups = new UserRollups(Infinity);
-      // Events by tag (a segment); the newest tag takes events (late ones too), older ones are frozen.
-      const held = new Map<number, StoredEvent[]>();
-      let tag = 0, oldest = 0;
+      // The newest segment takes events (late ones too), older ones are frozen.
+      const model = new SegmentsModel();
+      const { rollups } = model;
       // The history in two segments, sealed.
       for (const [i, p] of past.entries()) {
         const e = stored({ ...like, ...p, type: i % 3 ? 'pageload' : like.type, duration: like.duration === undefined ? i : like.duration });
-        if (i === past.length >> 1) rollups.freeze(tag++);
-        rollups.add(rollupRow(e), tag);
-        held.set(tag, [...(held.get(tag) ?? []), e]);
+        if (i === past.length >> 1) model.seal();
+        model.add(e);
       }
-      rollups.freeze(tag++);
+      model.seal();
       for (const o of ops) {
-        if (o.kind === 'add') {
-          for (const r of o.events) {
-            const e = stored(r);
-            rollups.add(rollupRow(e), tag);
-            held.set(tag, [...(held.get(tag) ?? []), e]);
-          }
-        } else if (o.kind === 'seal') rollups.freeze(tag++);
-        else if (o.kind === 'idle') while (rollups.mergePending(Infinity));
-        else if (o.kind === 'drop' && oldest < tag) {
-          rollups.drop(oldest);
-          held.delete(oldest++);
-        } else if (o.kind === 'read') {
-          const events = [...held.values()].flat();
+        if (o.kind === 'add') for (const r of o.events) model.add(stored(r));
+        else if (model.apply(o)) continue;
+        else if (o.kind === 'read') {
+          const events = model.events();
           const range: StatsRange = { from: o.from, to: o.to, interval: o.interval };
           if (rangeProblem(range, NOW) !== null) continue;
           const plan = planStats(NOW, range);
