@@ -12,6 +12,8 @@ import { micros, roundMs } from '../stats.ts';
 import { UNKNOWN } from '../event-keys.ts';
 import { PROPERTIES } from '../breakdowns.ts';
 import type { RollupSource } from './user.ts';
+import type { CrossDays } from './cross-days.ts';
+import type { SpanCache } from './span-totals.ts';
 
 /**
  * Kinds of counter. `key` is the type, deployVersion, rating ("1".."5") or route; `ms` is a whole
@@ -157,7 +159,17 @@ export class CounterRollups implements RollupSource {
     /** Hour → its sessions, for every hour in `sessionHours`. */
     private readonly sessions: ReadonlyMap<number, readonly string[]>,
     private readonly sessionHours: readonly [number, number][],
+    /** The store's merged days (the parts among `parts` it holds) and their spans, if it keeps them. */
+    private readonly merged?: { readonly crossDays: CrossDays; readonly spans: SpanCache },
   ) {}
+
+  get crossDays(): CrossDays | undefined {
+    return this.merged?.crossDays;
+  }
+
+  get spans(): SpanCache | undefined {
+    return this.merged?.spans;
+  }
 
   forEachPart(fromHour: number, toHour: number, fn: (part: RollupPart) => void): void {
     if (fromHour !== this.hours[0] || toHour !== this.hours[1]) throw new RangeError(`parts of hours [${fromHour}, ${toHour}) were not read`);

@@ -162,10 +162,15 @@ function concat(lists: Float64Array[][]): [Numbers, Numbers] {
 const SPANS = 3;
 /** Fewer merged days than this in a read are summed day by day: a span would save little. */
 const MIN_DAYS = 2;
+/**
+ * The share of its merged days' bytes a user's span sums may take: a span keeps no sessions or
+ * breakdowns, only merged value lists, so one is far smaller than a merged day.
+ */
+export const SPAN_SHARE = 1 / 2;
 
 /**
  * A user's spans, least recently used first, within SPANS and `limitBytes()` (the owner's share
- * of its merged days' memory: UserRollups).
+ * of its merged days' memory: UserRollups, and the PostgreSQL store's DayPartCache).
  */
 export class SpanCache {
   private spans: SpanTotals[] = [];

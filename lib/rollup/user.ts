@@ -5,7 +5,7 @@
 import { encodePart, FrozenHour } from './codec.ts';
 import { CrossDays } from './cross-days.ts';
 import { asHour, HourRollup, hourOf, type RollupPart, type RollupRow } from './hour.ts';
-import { SpanCache } from './span-totals.ts';
+import { SPAN_SHARE, SpanCache } from './span-totals.ts';
 
 export type PartTag = number;
 
@@ -99,12 +99,6 @@ const MERGE_BUDGET_MS = 40;
  * Older days, and days no read asks for, stay unmerged (memory: see MERGED_DAYS).
  */
 const AHEAD_DAYS = 31;
-/**
- * The share of its merged days' bytes a user's span sums may take (span-totals.ts): a span keeps
- * no sessions or breakdowns, only merged value lists, so one is far smaller than a merged day.
- */
-const SPAN_SHARE = 1 / 2;
-
 export class UserRollups implements RollupSource {
   private readonly hours = new Map<number, Slot[]>();
   /**

@@ -2,7 +2,8 @@
 // fold rows (and blocks' rollups), the session counters of days that no longer change, and the
 // latest points read from whole closed days (stats/points.ts).
 import type { FrozenHour } from '../../rollup/codec.ts';
-import type { RollupPart } from '../../rollup/hour.ts';
+import { CrossDays } from '../../rollup/cross-days.ts';
+import { SPAN_SHARE, SpanCache } from '../../rollup/span-totals.ts';
 
 /** A session counter row: kind (HOUR_SESSIONS or DAY_SESSIONS), hour, count. */
 export type SessionCount = [string, number, number];
@@ -16,7 +17,15 @@ const POINT_ANSWERS = 64;
 const POINT_ANSWERS_PER_USER = 4;
 
 /** A day's cached fold rows (fold → its hour parts), and their parts merged into one, if built. */
-export interface CachedDay { folds: Map<number, FrozenHour[]>; merged: { folds: string; part: RollupPart } | null }
+export interface CachedDay { folds: Map<number, FrozenHour[]>; merged: { folds: string; part: FrozenHour } | null }
+
+/**
+ * A user's and scope's merged days as the sqlite store keeps its own (lib/rollup/user.ts): which
+ * of their sessions cross into other parts (a 30-day read then looks up only those), and the sums
+ * of spans of them, within SPAN_SHARE of the merged days' bytes. Kept as long as the merged days
+ * are, so bounded by the fold rows they merge; nothing here is stored.
+ */
+interface MergedDays { crossDays: CrossDays; spans: SpanCache; sizes: Map<number, number>; bytes: number }
 
 /**
  * Decoded fold rows of this instance, least recently used first, within a byte budget. A fold row
@@ -30,6 +39,7 @@ export class DayPartCache {
   private bytes = 0;
   private readonly sessions = new Map<string, readonly SessionCount[]>();
   private readonly points = new Map<string, { user: string; value: Promise<unknown> }>();
+  private readonly merged = new Map<string, MergedDays>();
   constructor(private readonly budget: number) {}
 
   /** The cached days of a user and scope (marked as just used). */
@@ -52,13 +62,42 @@ export class DayPartCache {
    * The parts of a day's folds merged into one (for buckets of whole days: assembleStats adds up
    * the same counts from one part as from all of them), built once per set of folds.
    */
-  mergedDay(user: string, scope: string, day: number, folds: readonly number[], build: () => RollupPart): RollupPart {
-    const cached = this.groups.get(`${user}\u0000${scope}`)?.get(day);
+  mergedDay(user: string, scope: string, day: number, folds: readonly number[], build: () => FrozenHour): FrozenHour {
+    const group = `${user}\u0000${scope}`;
+    const cached = this.groups.get(group)?.get(day);
     const key = folds.join(',');
     if (cached?.merged?.folds === key) return cached.merged.part;
     const part = build();
-    if (cached) cached.merged = { folds: key, part };
+    if (!cached) return part;
+    this.dropMerged(group, day);
+    cached.merged = { folds: key, part };
+    let m = this.merged.get(group);
+    if (!m) {
+      const made: MergedDays = { crossDays: new CrossDays(), spans: new SpanCache(() => made.bytes * SPAN_SHARE), sizes: new Map(), bytes: 0 };
+      this.merged.set(group, (m = made));
+    }
+    const bytes = part.encode().byteLength;
+    m.sizes.set(day, bytes);
+    m.bytes += bytes;
+    m.crossDays.add(day, part);
     return part;
+  }
+
+  /** The merged days of a user and scope held now, for a read of them (see MergedDays). */
+  mergedOf(user: string, scope: string): { readonly crossDays: CrossDays; readonly spans: SpanCache } | undefined {
+    return this.merged.get(`${user}\u0000${scope}`);
+  }
+
+  /** Forgets a day's merged part: its folds changed or were dropped. */
+  private dropMerged(group: string, day: number) {
+    const m = this.merged.get(group);
+    const bytes = m?.sizes.get(day);
+    if (!m || bytes === undefined) return;
+    m.sizes.delete(day);
+    m.bytes -= bytes;
+    m.crossDays.remove(day);
+    m.spans.dropDay(day);
+    if (!m.sizes.size) this.merged.delete(group);
   }
 
   /**
@@ -135,6 +174,7 @@ export class DayPartCache {
       const d = g.get(entry.day)!;
       d.folds.delete(entry.fold);
       d.merged = null;
+      this.dropMerged(entry.group, entry.day);
       if (!d.folds.size) g.delete(entry.day);
       if (!g.size) this.groups.delete(entry.group);
     }

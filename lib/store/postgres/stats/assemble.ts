@@ -76,7 +76,7 @@ function rollupsOf(q: StatsQuery, row: CountersRow): { parts: RollupPart[]; roll
   // The sessions of every breakdown name over the whole hours still in rows (the counters carry
   // the events).
   if (row.breakdown_sessions.length) parts.push(counterPart(Number.isFinite(h0) ? h0 : 0, [], row.breakdown_sessions));
-  const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut);
+  const rollups = new CounterRollups(plan.fullHours, parts, hourCounts, dayCounts, sessions, cut, cache.mergedOf(user, scope));
   return { parts, rollups };
 }
 
@@ -149,7 +149,7 @@ function fromBase64(base64: string): Uint8Array {
  * to the same bucket, and assembleStats adds up the same counts and durations from one part as
  * from all of them, at a fraction of the work (an all-time answer adds every day kept).
  */
-function dayPart(cache: DayPartCache, user: string, scope: string, day: number, folds: readonly number[], hours: readonly RollupPart[]): RollupPart {
+function dayPart(cache: DayPartCache, user: string, scope: string, day: number, folds: readonly number[], hours: readonly RollupPart[]): FrozenHour {
   return cache.mergedDay(user, scope, day, folds, () => {
     const merged = new HourRollup(day * 24);
     for (const p of hours) merged.merge(asHour(p, day * 24));
