@@ -92,8 +92,12 @@ export function machine(): string {
   return `${cpus().length} × ${cpu}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, Node ${process.versions.node}, ${new Date().toISOString().slice(0, 10)}`;
 }
 
-/** Replaces (or appends) the section between `<!-- bench:NAME -->` markers in BENCHMARKS.md. */
+/**
+ * Replaces (or appends) the section between `<!-- bench:NAME -->` markers in BENCHMARKS.md; with
+ * BENCH_WRITE=0 it does not (a trial run, or one on a machine busy with other work).
+ */
 export function writeSection(name: string, markdown: string): void {
+  if (process.env.BENCH_WRITE === '0') return;
   const file = ROOT + 'BENCHMARKS.md';
   const begin = `<!-- bench:${name} -->`;
   const end = `<!-- /bench:${name} -->`;

@@ -241,4 +241,4 @@ Closed busy days before compaction (in the loading process, before the server st
 Server memory: RSS ${int(rssBefore.rss)} MiB before the burst, ${int(rssAtOnce.rss)} MiB right after it and its reads, ${int(rssSettled.rss)} MiB after the settled reads (peak ${int(rssSettled.peak)} MiB); target < 250 MiB. Database size: ${int(Number(bytes) / 2 ** 20)} MiB.
 `;
 console.log(md);
-if (process.env.BENCH_WRITE !== '0') writeSection('postgres-busy', md);
+writeSection('postgres-busy', md);
