@@ -15,6 +15,8 @@ const SESSION_DAYS = 100_000;
  */
 const POINT_ANSWERS = 64;
 const POINT_ANSWERS_PER_USER = 4;
+/** Keys seenBefore remembers, the most recent ones. */
+const SIGHTINGS = 1024;
 
 /** A day's cached fold rows (fold → its hour parts), and their parts merged into one, if built. */
 export interface CachedDay { folds: Map<number, FrozenHour[]>; merged: { folds: string; part: FrozenHour } | null }
@@ -40,6 +42,7 @@ export class DayPartCache {
   private readonly sessions = new Map<string, readonly SessionCount[]>();
   private readonly points = new Map<string, { user: string; value: Promise<unknown> }>();
   private readonly merged = new Map<string, MergedDays>();
+  private readonly sightings = new Set<string>();
   constructor(private readonly budget: number) {}
 
   /** The cached days of a user and scope (marked as just used). */
@@ -86,6 +89,17 @@ export class DayPartCache {
   /** The merged days of a user and scope held now, for a read of them (see MergedDays). */
   mergedOf(user: string, scope: string): { readonly crossDays: CrossDays; readonly spans: SpanCache } | undefined {
     return this.merged.get(`${user}\u0000${scope}`);
+  }
+
+  /**
+   * Whether `key` was asked for before (among the last SIGHTINGS keys asked), remembering it: for
+   * what is worth building only when asked for again (stats/edge-runs.ts).
+   */
+  seenBefore(key: string): boolean {
+    const had = this.sightings.delete(key);
+    this.sightings.add(key);
+    if (this.sightings.size > SIGHTINGS) this.sightings.delete(this.sightings.values().next().value!);
+    return had;
   }
 
   /** Forgets a day's merged part: its folds changed or were dropped. */

@@ -11,6 +11,7 @@ import type { DayPartCache, SessionCount } from '../day-cache.ts';
 import { decodeDay } from '../day-codec.ts';
 import { toEvent, type SeqRow } from '../sql.ts';
 import type { CountersRow } from './counters.ts';
+import { edgeBlockParts, type EdgeBlock } from './edge-runs.ts';
 import { edgeParts, MINUTE_MS, type HeldMinute } from './edge-minutes.ts';
 import { readEdgeEvents } from './edge-rows.ts';
 import { BLOCKS, type StatsQuery } from './plan.ts';
@@ -86,13 +87,14 @@ function rollupsOf(q: StatsQuery, row: CountersRow): { parts: RollupPart[]; roll
  */
 async function edgesOf(q: StatsQuery, row: CountersRow): Promise<RollupPart[]> {
   const { cache, user, blocksCached } = q;
-  const edges: RollupPart[] = [];
-  for (const [day, firstSeq, base64] of row.edge_blocks) {
+  // Each block's rollup decoded only when no merged run holds it (./edge-runs.ts).
+  const blocks: EdgeBlock[] = row.edge_blocks.map(([day, firstSeq, base64]) => ({ day, firstSeq, hours: () => {
     const key = Number(firstSeq);
     let hours = blocksCached.get(day)?.folds.get(key);
     if (!hours) cache.set(user, BLOCKS, day, key, (hours = decodeDay(fromBase64(base64!))));
-    edges.push(...hours);
-  }
+    return hours;
+  } }));
+  const edges = edgeBlockParts(cache, user, blocks);
   const rolled = row.edge_blocks.map(([day, firstSeq]) => `${day}:${firstSeq}`);
   // Held minutes are used, and minutes kept, only when no block's rollup stood for some of the
   // edges' events (those events are not read), and for days the owner still has (retention drops
