@@ -273,8 +273,20 @@ function prefixSpan(names: readonly string[], prefix: string, from: number, to: 
   return [lo, end];
 }
 
+/**
+ * Whether a series bucket of a UTC day [startHour, endHour) that the range's end cuts holds exactly
+ * the day's sessions: it starts within the range's whole hours, and the day has no event after
+ * them, since they reach past `to` (planStats takes the last hour whole only when nothing was
+ * received at or after `to`). Then its distinct sessions are the day's count, not a union of its
+ * hours' sessions: today's, thousands after a burst, on every read of a range ending now.
+ */
+export function dayBucketWhole({ range: r, fullHours: [h0, h1] }: StatsPlan, startHour: number, endHour: number): boolean {
+  return r !== null && endHour - startHour === 24 && startHour >= h0 && endHour > h1 && h1 * HOUR_MS > r.to;
+}
+
 /** Distinct sessions per bucket: cached day counts where a bucket is a whole day of rollups. */
-function sessionSeries({ now, range: r, fullHours: [h0, h1] }: StatsPlan, rollups: RollupSource, edges: readonly RollupPart[]): number[] {
+function sessionSeries(plan: StatsPlan, rollups: RollupSource, edges: readonly RollupPart[]): number[] {
+  const { now, range: r, fullHours: [h0, h1] } = plan;
   if (r === null) {
     const today = Math.floor(now / DAY_MS);
     return Array.from({ length: SERIES_DAYS }, (_, i) => rollups.daySessions(today - SERIES_DAYS + 1 + i));
@@ -284,6 +296,7 @@ function sessionSeries({ now, range: r, fullHours: [h0, h1] }: StatsPlan, rollup
     const start = (r.firstBucket + i) * perHour;
     const end = start + perHour;
     if (start >= h0 && end <= h1) return perHour === 1 ? rollups.hourSessions(start) : rollups.daySessions(start / 24);
+    if (dayBucketWhole(plan, start, end)) return rollups.daySessions(start / 24);
     // A bucket cut by the range's edges: the union of its whole hours and its edge rollups.
     const union = new Set<string>();
     const add = (s: string) => union.add(s);

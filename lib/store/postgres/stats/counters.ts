@@ -40,8 +40,12 @@ export async function readCounters(q: StatsQuery): Promise<CountersRow> {
       (select coalesce(json_agg(json_build_array(kind, hour, n)), '[]') from watchtower_rollups
          where user_id = ${user} and scope = ${scope} and kind in (${HOUR_SESSIONS}::text, ${DAY_SESSIONS}::text)
            and (${inSpans(sessionSpans)})) as session_counts,
-      (select coalesce(json_agg(json_build_array(hour, session)), '[]') from watchtower_rollup_sessions
-         where user_id = ${user} and scope = ${scope} and ${anyOf(cut, (a, b) => sql`(hour >= ${a} and hour < ${b})`)}) as sessions,
+      -- One scan of the (user, scope, hour) index per cut bucket: as one condition with OR, the
+      -- scan took every session row of the user's partition and filtered them (a busy day's
+      -- thousands for a bucket of a few hours).
+      (select coalesce(json_agg(json_build_array(hour, session)), '[]') from (${cut.length === 0 ? sql`select null::integer as hour, null::text as session where false`
+        : cut.map(([a, b]) => sql`select hour, session from watchtower_rollup_sessions where user_id = ${user} and scope = ${scope} and hour >= ${a} and hour < ${b}`)
+          .reduce((x, y) => sql`${x} union all ${y}`)}) t) as sessions,
       (select coalesce(json_agg(json_build_array(kind, key, sessions)), '[]') from (
          select kind::text, key, array_agg(distinct session) as sessions from watchtower_breakdown_sessions
          where ${breakdowns && h0 < h1}::boolean and user_id = ${user} and scope = ${scope} and (${inSpans(daySpans(sessionRowDays, h0, h1))})

@@ -2,7 +2,7 @@
 // the user's days, it decides which days' counters, session rows and fold rows the statement reads
 // (./counters.ts), what this instance has cached already, and the SQL conditions both share.
 import type postgres from 'postgres';
-import type { StatsPlan } from '../../../rollup/assemble.ts';
+import { dayBucketWhole, type StatsPlan } from '../../../rollup/assemble.ts';
 import { DIMENSIONS, LEGACY_DIMENSIONS, PART_DIMENSIONS } from '../../../breakdowns.ts';
 import { DAY_SESSIONS, DIM_KINDS, HOUR_SESSIONS, PROPERTY, VITAL_KINDS } from '../../../rollup/counters.ts';
 import { ACTIVE_WINDOW_MS, DAY_MS, HOUR_MS, SERIES_DAYS } from '../../../stats.ts';
@@ -124,14 +124,18 @@ export function daySpans(days: readonly number[], h0: number, h1: number): [numb
   return spans;
 }
 
-/** Hours of the series buckets that the range's edges cut: assembleStats unions their sessions. */
-function cutBucketHours({ range: r, fullHours: [h0, h1] }: StatsPlan): [number, number][] {
+/**
+ * Hours of the series buckets that the range's edges cut: assembleStats unions their sessions
+ * (but for a day it counts whole, dayBucketWhole).
+ */
+function cutBucketHours(plan: StatsPlan): [number, number][] {
+  const { range: r, fullHours: [h0, h1] } = plan;
   if (r === null) return [];
   const per = r.bucketMs / HOUR_MS;
   const out: [number, number][] = [];
   for (const i of new Set([0, r.buckets - 1])) {
     const start = (r.firstBucket + i) * per, end = start + per;
-    if (start >= h0 && end <= h1) continue;
+    if ((start >= h0 && end <= h1) || dayBucketWhole(plan, start, end)) continue;
     const a = Math.max(start, h0), b = Math.min(end, h1);
     if (a < b) out.push([a, b]);
   }
