@@ -1,9 +1,11 @@
 // Reads the statistics of a database kept by `bench:postgres-busy` (BENCH_KEEP_DB=1) straight from
 // the store, in this process, to compare code versions on the same data:
 //   node --import tsx bench/postgres-kept-stats.ts <database url> [<other checkout>]
-// Prints one JSON line: per read (from = now − 30 days; now − 7 days by day; now − 1 hour; all
-// time; each with breakdowns and vitals), the p50 and spread of BENCH_RUNS (11) reads after one
-// warm-up. With another checkout of the repository (say `git worktree add ../base <commit>`), its
+// Prints one JSON line: per read (from = now − 30 days; from in the middle of the busiest minute of
+// 30 days ago, the burst's; now − 7 days by day; now − 1 hour; all time; each with breakdowns and
+// vitals), the p50 and spread of BENCH_RUNS (11) reads after one warm-up, and the p50 of the
+// process's CPU time per read (what the read costs the instance, less moved by the machine's other
+// work than its wall time, which also waits for PostgreSQL). With another checkout of the repository (say `git worktree add ../base <commit>`), its
 // store is opened on the same database too, and each read alternates between the two, so that the
 // load of a shared machine falls on both alike. Stores are opened with their background work an
 // hour apart and their default pools (10 connections), and closed at the end.
@@ -46,28 +48,38 @@ if (process.env.BENCH_BACKFILL_TIMES === '1') {
   const stores = [['this', await openPostgresStore({ url, upkeepIntervalMs: 3_600_000 })] as const,
     ...(other ? [['other', await open(other)] as const] : [])];
   try {
+    // The busiest minute of the day 30 days ago, by its blocks' first receive times.
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    const [busiest] = await sql<{ at: Date }[]>`
+      select date_trunc('minute', first_received) as at from watchtower_event_blocks
+      where user_id = ${USER} and day = ${Math.floor((Date.now() - 30 * DAY_MS) / DAY_MS)} group by 1 order by count(*) desc limit 1`;
+    await sql.end();
     const reads: [string, (now: number) => StatsRange | undefined][] = [
       ['30 days', (now) => ({ from: now - 30 * DAY_MS })],
+      ...(busiest ? [['from mid-burst 30 days ago', () => ({ from: busiest.at.getTime() + 30_000 })] as [string, () => StatsRange]] : []),
       ['7 days by day', (now) => ({ from: now - 7 * DAY_MS, interval: 'day' })],
       ['last hour', (now) => ({ from: now - HOUR_MS })],
       ['all time', () => undefined],
     ];
     const round = (x: number) => Math.round(x * 10) / 10;
-    const out: Record<string, Record<string, { p50: number; min: number; max: number }>> = {};
+    const out: Record<string, Record<string, { p50: number; min: number; max: number; cpu: number }>> = {};
     for (const [name, range] of reads) {
       const times = new Map<string, number[]>(stores.map(([which]) => [which, []]));
+      const cpu = new Map<string, number[]>(stores.map(([which]) => [which, []]));
       for (let i = 0; i <= RUNS; i++) {
         // Which goes first alternates too.
         for (const [which, store] of i % 2 ? [...stores].reverse() : stores) {
           const now = Date.now();
-          const t = performance.now();
+          const t = performance.now(), c = process.cpuUsage();
           await store.stats(USER, now, range(now));
-          if (i > 0) times.get(which)!.push(performance.now() - t);
+          const { user, system } = process.cpuUsage(c);
+          if (i > 0) times.get(which)!.push(performance.now() - t), cpu.get(which)!.push((user + system) / 1000);
         }
       }
       for (const [which, list] of times) {
         list.sort((a, b) => a - b);
-        (out[which] ??= {})[name] = { p50: round(list[Math.floor(list.length / 2)]), min: round(list[0]), max: round(list[list.length - 1]) };
+        const c = cpu.get(which)!.sort((a, b) => a - b);
+        (out[which] ??= {})[name] = { p50: round(list[Math.floor(list.length / 2)]), min: round(list[0]), max: round(list[list.length - 1]), cpu: round(c[Math.floor(c.length / 2)]) };
       }
     }
     console.log(JSON.stringify(out));
