@@ -5,10 +5,11 @@
 // 30 days ago, the burst's; now − 7 days by day; now − 1 hour; all time; each with breakdowns and
 // vitals), the p50 and spread of BENCH_RUNS (11) reads after one warm-up, and the p50 of the
 // process's CPU time per read (what the read costs the instance, less moved by the machine's other
-// work than its wall time, which also waits for PostgreSQL). With another checkout of the repository (say `git worktree add ../base <commit>`), its
-// store is opened on the same database too, and each read alternates between the two, so that the
-// load of a shared machine falls on both alike. Stores are opened with their background work an
-// hour apart and their default pools (10 connections), and closed at the end.
+// work than its wall time, which also waits for PostgreSQL). With another checkout of the
+// repository (say `git worktree add ../base <commit>`), its store is opened on the same database
+// too, and each read alternates between the two, so that the load of a shared machine falls on
+// both alike. Stores are opened with their background work an hour apart and their default pools
+// (10 connections), and closed at the end.
 //
 // BENCH_BACKFILL_TIMES=1 instead writes the receive times of the kept points of closed days
 // (watchtower_day_points.received, migration 23) from their blocks, as blockDay writes them since

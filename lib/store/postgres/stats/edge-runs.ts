@@ -8,7 +8,7 @@
 // one part each. The run it cuts holds other blocks at every read: a run is merged only the second
 // time a read asks for the same blocks, so that run is taken block by block rather than merged anew.
 import { encodePart, FrozenHour } from '../../../rollup/codec.ts';
-import { asHour, HourRollup, type RollupPart } from '../../../rollup/hour.ts';
+import { HourRollup, type RollupPart } from '../../../rollup/hour.ts';
 import type { DayPartCache } from '../day-cache.ts';
 
 /** Positions per run: a busy owner's run holds about 16 blocks of 1,000 events. */
@@ -39,7 +39,8 @@ export function edgeBlockParts(cache: DayPartCache, user: string, blocks: readon
       for (const b of run) out.push(...b.hours());
       continue;
     }
-    run.sort((a, b) => (BigInt(a.firstSeq) < BigInt(b.firstSeq) ? -1 : 1));
+    const seqOf = new Map(run.map((b) => [b, BigInt(b.firstSeq)]));
+    run.sort((a, b) => (seqOf.get(a)! < seqOf.get(b)! ? -1 : 1));
     // Keyed by every block of the run: an edge that holds other blocks of it makes another key.
     const day = run[0].day, scope = RUNS + run.map((b) => b.firstSeq).join(',');
     let parts = cache.daysOf(user, scope).get(day)?.folds.get(0);
@@ -59,7 +60,7 @@ function mergeByHour(parts: readonly RollupPart[]): FrozenHour[] {
   for (const p of parts) {
     let h = hours.get(p.hour);
     if (!h) hours.set(p.hour, (h = new HourRollup(p.hour)));
-    h.merge(asHour(p, p.hour));
+    h.merge(p);
   }
   return [...hours.values()].map((h) => FrozenHour.decode(encodePart(h)));
 }
