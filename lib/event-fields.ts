@@ -1,6 +1,7 @@
 // Fields normalise() derives at ingest from what a client sends (docs/api.md#event-fields): the
 // environment, the campaign (UTM) parameters of the page URL, and a custom event's name. Pure and
 // bounded: whatever a client sends, each is a short string or absent.
+import { flatCopy } from './flat-string.ts';
 
 /** Longest environment kept; a longer one is dropped rather than cut (two would merge). */
 export const MAX_ENVIRONMENT = 64;
@@ -71,19 +72,15 @@ export function utmOfQuery(query: string): Utm | null {
   let out: Utm | null = null;
   for (const field of UTM_FIELDS) {
     const value = params.get(`utm_${field}`)?.trim().toLowerCase().slice(0, MAX_UTM).trim();
-    if (value) (out ??= {})[field] = /[^\x00-\x7f]/.test(value) ? compact(value) : value;
+    // V8 gives decoded query values back as two-byte strings even when every character fits one
+    // byte (`été`), and one two-byte string in an event makes the whole journal text of its batch
+    // two-byte: twice the bytes to join and post to the worker. Run once per query read.
+    if (value) (out ??= {})[field] = NON_ASCII.test(value) ? flatCopy(value) : value;
   }
   return out;
 }
 
-/**
- * The same text, held in the engine's narrowest form. V8 gives decoded query values back as
- * two-byte strings even when every character fits one byte (`été`), and one two-byte string in an
- * event makes the whole journal text of its batch two-byte: twice the bytes to join and post to
- * the worker, and the slow path of every UTF-8 encode and parse after it. A string parsed from
- * JSON is as narrow as its characters allow. Run once per query read (utmOf remembers them).
- */
-const compact = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
+const NON_ASCII = /[^\x00-\x7f]/;
 
 /**
  * The name of a `custom` event: its `name`, else `eventName`, else `data.name`, the first that is
@@ -92,8 +89,10 @@ const compact = (s: string): string => JSON.parse(JSON.stringify(s)) as string;
 export function customEventName(name: unknown, eventName: unknown, data: Record<string, unknown>): string | null {
   for (const v of [name, eventName, data.name]) {
     if (typeof v !== 'string') continue;
-    const s = v.trim().slice(0, MAX_EVENT_NAME);
-    if (s !== '') return s;
+    const s = v.trim();
+    // A cut name is a copy: a slice would hold the whole string it was cut from (rollups and
+    // property names hold the name).
+    if (s !== '') return s.length > MAX_EVENT_NAME ? flatCopy(s.slice(0, MAX_EVENT_NAME)) : s;
   }
   return null;
 }

@@ -5,6 +5,7 @@
 // field at ingest: the stored events stay the one source, and rollups rebuilt from them after a
 // crash (or over segments sealed before properties were kept) count the same pairs.
 import { topRows, type BreakdownRow } from './breakdowns.ts';
+import { flatCopy } from './flat-string.ts';
 
 /** Properties counted per event: the first ones of `data`, in the order sent. */
 export const MAX_PROPERTIES = 10;
@@ -38,7 +39,12 @@ export const isPropertyKey = (key: string): boolean => key.length > 0 && key.len
  */
 export function propertyValue(v: unknown): string | null {
   let s: string;
-  if (typeof v === 'string') s = v.trim().slice(0, MAX_PROPERTY_VALUE).trim();
+  if (typeof v === 'string') {
+    s = v.trim();
+    // A cut value is a copy: a slice would hold the whole string it was cut from for as long as
+    // a rollup or the names below hold the value.
+    if (s.length > MAX_PROPERTY_VALUE) s = flatCopy(s.slice(0, MAX_PROPERTY_VALUE).trim());
+  }
   else if (typeof v === 'number') s = Number.isFinite(v) ? String(v) : '';
   else if (typeof v === 'boolean') s = v ? 'true' : 'false';
   else return null;
@@ -70,8 +76,7 @@ export function parseProperty(name: string): { key: string; event: string; value
 export function propertiesOf(type: string, event: string | null, data: unknown): string[] | null {
   if (type !== 'custom' || event === null || typeof data !== 'object' || data === null || Array.isArray(data)) return null;
   let out: string[] | null = null;
-  // The event's part of each name (propertyName between key and value), made once per event.
-  let middle = '';
+  let names: Map<string, Map<string, string>> | undefined;
   // Stops at the MAX_PROPERTIES-th: ingest bounds `data` to MAX_KEYS keys (lib/shape.ts) anyway.
   for (const key in data) {
     if (!KNOWN_KEYS.has(key)) {
@@ -82,13 +87,48 @@ export function propertiesOf(type: string, event: string | null, data: unknown):
     if (value === null) continue;
     if (out === null) {
       out = [];
-      middle = propertyName('', event, '');
+      names = NAMES.get(event);
+      if (names === undefined) NAMES.set(event, (names = new Map()));
     }
-    out.push(key + middle + value);
+    out.push(nameOf(names!, event, key, value));
     if (out.length === MAX_PROPERTIES) break;
   }
   return out;
 }
+
+/**
+ * Property names made lately, by event name, key and value. A rollup's maps are keyed by these
+ * names: a name made afresh for every event is a concatenation that each lookup must flatten,
+ * hash and compare by content, several times the cost of looking up a name made once (its hash
+ * is kept, and it is its map key by identity). Bounded: past PROPERTY_NAMES_CAP names (~3 MB at
+ * the longest values) it is emptied and fills again, so values of high cardinality cost what
+ * they did without it.
+ */
+const NAMES = new Map<string, Map<string, Map<string, string>>>();
+export const PROPERTY_NAMES_CAP = 10_000;
+let namesHeld = 0;
+
+function nameOf(names: Map<string, Map<string, string>>, event: string, key: string, value: string): string {
+  let byValue = names.get(key);
+  if (byValue === undefined) names.set(key, (byValue = new Map()));
+  let name = byValue.get(value);
+  if (name === undefined) {
+    if (++namesHeld > PROPERTY_NAMES_CAP) {
+      NAMES.clear();
+      namesHeld = 1;
+      NAMES.set(event, names);
+      names.clear();
+      names.set(key, byValue);
+      byValue.clear();
+    }
+    name = propertyName(key, event, value);
+    byValue.set(value, name);
+  }
+  return name;
+}
+
+/** How many property names are held (at most PROPERTY_NAMES_CAP). */
+export const propertyNamesHeld = (): number => namesHeld;
 
 /**
  * Keys already found counted, so that the next event's are not checked again (ingest runs this

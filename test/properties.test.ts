@@ -6,9 +6,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { BREAKDOWN_LIMIT } from '../lib/breakdowns.ts';
+import { customEventName } from '../lib/event-fields.ts';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { recentsOf } from '../lib/live-window.ts';
-import { MAX_PROPERTIES, MAX_PROPERTY_VALUE, propertiesOf, parseProperty, type PropertyQuery } from '../lib/properties.ts';
+import { MAX_PROPERTIES, MAX_PROPERTY_VALUE, PROPERTY_NAMES_CAP, propertiesOf, propertyName, propertyNamesHeld, parseProperty, type PropertyQuery } from '../lib/properties.ts';
 import { assembleStats, planStats } from '../lib/rollup/assemble.ts';
 import { encodePart, FrozenHour } from '../lib/rollup/codec.ts';
 import { asHour, HourRollup, rollupRow, type RollupPart } from '../lib/rollup/hour.ts';
@@ -42,6 +43,41 @@ test('the pairs counted: scalars of custom events, in order, bounded in keys, ke
   const odd = pairs(ev({ type: 'custom', name: 'a\u001f3\u001fb', data: { k: 'v\u001fw' } }))[0];
   assert.equal(odd, { key: 'k', event: 'a\u001f3\u001fb', value: 'v\u001fw' });
 });
+
+test('names are made once and held bounded: past the bound each name is still its pairs', () => {
+  for (let i = 0; i < PROPERTY_NAMES_CAP * 2 + 500; i++) {
+    const event = `ev${i % 3}`;
+    const names = propertiesOf('custom', event, { a: `v${i}`, b: i % 50, c: i % 2 === 0 })!;
+    assert.equal(names.map(parseProperty), [
+      { key: 'a', event, value: `v${i}` }, { key: 'b', event, value: String(i % 50) }, { key: 'c', event, value: String(i % 2 === 0) },
+    ]);
+    assert.ok(propertyNamesHeld() <= PROPERTY_NAMES_CAP);
+  }
+  assert.equal(propertiesOf('custom', 'ev0', { a: 'v0' }), [propertyName('a', 'ev0', 'v0')], 'made again after the names were let go');
+});
+
+declare const Deno: unknown;
+// Node only: Deno does not let a running program call the garbage collector.
+if (typeof Deno === 'undefined') {
+  test('a value or event name cut to its bound holds nothing of the long string it was cut from', async () => {
+    const { setFlagsFromString } = await import('node:v8');
+    const { runInNewContext } = await import('node:vm');
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const held: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      const long = String(i).padEnd(250_000, 'x');
+      held.push(...propertiesOf('custom', customEventName(long, null, {})!, { k: long })!);
+    }
+    gc();
+    const grown = process.memoryUsage().heapUsed - before;
+    assert.is(held.length, 200);
+    // 200 strings of 250,000 characters would be 50 MB; the names themselves take ~60 KB.
+    assert.ok(grown < 10_000_000, `heap grew ${grown} bytes`);
+  });
+}
 
 test('the answer: a key\'s values over all events or one, the keys, sorted by events, at most BREAKDOWN_LIMIT rows', () => {
   const events = [

@@ -5,6 +5,7 @@
 import type { StoredEvent } from '../../event.ts';
 import type { Dedupe } from './dedupe.ts';
 import { ownerKey } from './row.ts';
+import { flatCopy } from '../../flat-string.ts';
 
 export interface ClaimedBatch {
   /** The new events, and their journal lines. */
@@ -25,6 +26,8 @@ export function claimNew(dedupe: Dedupe, events: readonly StoredEvent[], texts?:
     const e = events[i];
     const owner = ownerKey(e.user_id);
     if (dedupe.has(owner, e.id)) continue;
+    // Ids generated here (uuidv7) are concatenations: held by the dedupe set, flat copies take a
+    // fraction of the heap (BENCHMARKS.md, History).
     const id = flatCopy(e.id);
     dedupe.claim(owner, id);
     claimed.push([owner, id]);
@@ -44,12 +47,4 @@ export function claimNew(dedupe: Dedupe, events: readonly StoredEvent[], texts?:
       for (const [owner, id] of claimed) dedupe.unclaim(owner, id);
     },
   };
-}
-
-/**
- * A flat copy of a string. Ids generated here (uuidv7) are concatenations, which V8 keeps as a tree
- * of parts: held by the dedupe set, flat copies take a fraction of the heap (BENCHMARKS.md, History).
- */
-function flatCopy(s: string): string {
-  return JSON.parse(JSON.stringify(s)) as string;
 }
