@@ -3,6 +3,7 @@
 // on Node, Deno and Bun. Loaded once, on the first lookup (~8 MB held from then on). The address is
 // only looked up: it is never stored, and never written into a log line, here or by the caller.
 import { Reader } from 'mmdb-lib';
+import { flatCopy } from './flat-string.ts';
 
 /** An address → its country, or null (private, loopback, unknown or not an address). */
 export type CountryOf = (address: string) => string | null;
@@ -48,10 +49,33 @@ async function load(): Promise<CountryOf> {
  * server that only sees local traffic never loads it.
  */
 export async function countryOfAddress(address: string, log?: (message: string) => void): Promise<string | null> {
+  const known = RECENT.get(address);
+  if (known !== undefined) return known;
   const ip = publicAddress(address);
-  return ip === null ? null : (await publicLookup(log))(ip);
+  if (ip === null) return null;
+  const country = (await publicLookup(log))(ip);
+  if (address.length <= MAX_ADDRESS) {
+    if (RECENT.size >= RECENT_CAP) RECENT.clear();
+    // A copy: the address may be a slice that holds the whole header it was read from.
+    RECENT.set(flatCopy(address), country);
+  }
+  return country;
 }
 
+/**
+ * Countries of the addresses looked up lately: a client sends all its batches from one address,
+ * and reading and looking one up costs a few µs of every ingest request (BENCHMARKS.md). Held in
+ * memory only, as the rate limiter holds the same addresses; bounded (emptied past RECENT_CAP, of
+ * at most MAX_ADDRESS characters each), and never written anywhere.
+ */
+const RECENT = new Map<string, string | null>();
+export const RECENT_CAP = 10_000;
+
+/** How many addresses countryOfAddress holds now (at most RECENT_CAP). */
+export const countriesHeld = (): number => RECENT.size;
+
+/** Longest address looked up: an IPv6 address with a zone and a port fits. */
+const MAX_ADDRESS = 64;
 const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
 
 /**
@@ -62,7 +86,7 @@ const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
  */
 export function publicAddress(raw: string): string | null {
   let a = raw.trim();
-  if (a.length > 64) return null;
+  if (a.length > MAX_ADDRESS) return null;
   const bracket = /^\[([^\]]+)\](?::\d+)?$/.exec(a);
   if (bracket) a = bracket[1];
   else if (/^[\d.]+:\d+$/.test(a)) a = a.slice(0, a.indexOf(':'));

@@ -4,7 +4,7 @@
 // of them fails here, to be checked rather than guessed.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { countryLookup, countryOfAddress, publicAddress } from '../lib/geo.ts';
+import { countriesHeld, countryLookup, countryOfAddress, publicAddress, RECENT_CAP } from '../lib/geo.ts';
 import { app } from './helpers/app.ts';
 
 const KNOWN: [string, string][] = [
@@ -76,6 +76,25 @@ test('the socket address counts unless the proxy is trusted; geo off finds no co
   assert.is(await country({}), 'DE', 'X-Forwarded-For is not trusted by default');
   assert.is(await country({ trustProxy: true }), 'US');
   assert.is(await country({ trustProxy: true, geo: false }), null);
+});
+
+test('countryOfAddress remembers the addresses it looked up lately, bounded, and answers as the lookup does', async () => {
+  const countryOf = await countryLookup();
+  for (let round = 0; round < 2; round++) {
+    for (const [address, country] of KNOWN) assert.is(await countryOfAddress(address), country, `${address}, round ${round}`);
+  }
+  assert.is(await countryOfAddress('10.1.2.3'), null);
+  // Past the bound: every answer still the lookup's, and never more held than RECENT_CAP.
+  for (let i = 0; i < RECENT_CAP + 2000; i++) {
+    const address = `${8 + (i % 3)}.${(i >> 8) & 255}.${i & 255}.${i % 7}`;
+    if (i % 997 === 0) assert.is(await countryOfAddress(address), countryOf(address), address);
+    else await countryOfAddress(address);
+    assert.ok(countriesHeld() <= RECENT_CAP);
+  }
+  // A padded address is looked up as trimmed, and not held under its padded form.
+  const held = countriesHeld();
+  assert.is(await countryOfAddress(' '.repeat(100) + '84.200.69.80'), 'DE');
+  assert.is(countriesHeld(), held);
 });
 
 test.run();
