@@ -80,7 +80,27 @@ export function utmOfQuery(query: string): Utm | null {
   return out;
 }
 
+/**
+ * Whether a stored event's campaign (`utm`) holds a character outside ASCII. A campaign read from
+ * a percent-encoded query is often the only such text of its event, and one such character makes
+ * the whole text of its batch (the ingest answer, the sqlite journal) take the slow path of every
+ * UTF-8 encode after it; those texts write such an event with asciiJson.
+ */
+export function wideCampaign(utm: unknown): boolean {
+  if (typeof utm !== 'object' || utm === null || Array.isArray(utm)) return false;
+  for (const field in utm) {
+    const v = (utm as Record<string, unknown>)[field];
+    if (typeof v === 'string' && NON_ASCII.test(v)) return true;
+  }
+  return false;
+}
+
 const NON_ASCII = /[^\x00-\x7f]/;
+const NON_ASCII_ALL = /[\u0080-\uffff]/g;
+const escapeChar = (c: string) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0');
+
+/** JSON text with every character outside ASCII written as a `\u` escape: the same value, in ASCII. */
+export const asciiJson = (text: string): string => text.replace(NON_ASCII_ALL, escapeChar);
 
 /**
  * The name of a `custom` event: its `name`, else `eventName`, else `data.name`, the first that is

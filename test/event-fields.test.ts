@@ -2,11 +2,16 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { campaignQuery, customEventName, environmentOf, MAX_ENVIRONMENT, MAX_REMEMBERED, rememberedQueries, utmOf, utmOfQuery } from '../lib/event-fields.ts';
+import { asciiJson, campaignQuery, customEventName, environmentOf, MAX_ENVIRONMENT, MAX_REMEMBERED, rememberedQueries, utmOf, utmOfQuery, wideCampaign } from '../lib/event-fields.ts';
 import { normalise } from '../lib/event.ts';
 import { pageUrl } from '../lib/sentry/fields.ts';
 import { sentryEventToRaw } from '../lib/sentry/map.ts';
 import { transactionToRaw } from '../lib/sentry/transaction.ts';
+import { openSqliteStore } from '../lib/store/sqlite/store.ts';
+import { app } from './helpers/app.ts';
+import { tempSqliteStore } from './helpers/stores.ts';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 
 const now = Date.parse('2026-05-16T12:00:00.000Z');
 const norm = (raw: Record<string, unknown>) => normalise({ type: 'pageload', ...raw } as never, { now, owner: 'u1' });
@@ -115,6 +120,73 @@ test('custom event name: name, else eventName, else data.name; bounded', () => {
   assert.is(custom.name, 'Signed up');
   assert.is(normalise({ type: 'custom', data: { name: 'x' } }, { now, owner: 'u1' }).name, 'x');
   assert.is(normalise({ type: 'click', name: 'kept as sent' }, { now, owner: 'u1' }).name, 'kept as sent', 'other types: name is any field');
+});
+
+test('asciiJson: any text, escaped to ASCII, parses back to the same value; wideCampaign sees only a campaign outside ASCII', () => {
+  fc.assert(fc.property(fc.jsonValue(), fc.string({ unit: 'binary' }), (value, text) => {
+    for (const v of [value, text, { utm: { campaign: text }, data: value }]) {
+      const escaped = asciiJson(JSON.stringify(v));
+      assert.ok(/^[\x00-\x7f]*$/.test(escaped), escaped);
+      assert.equal(JSON.parse(escaped), JSON.parse(JSON.stringify(v)));
+    }
+  }), { numRuns: 300 });
+  assert.is(asciiJson('{"c":"été 🚀"}'), '{"c":"\\u00e9t\\u00e9 \\ud83d\\ude80"}');
+  assert.ok(wideCampaign({ source: 'x', campaign: 'été' }));
+  assert.not.ok(wideCampaign({ source: 'x', campaign: 'ete' }));
+  for (const none of [undefined, null, 'été', ['été'], { n: 1 }, { campaign: 7 }]) assert.not.ok(wideCampaign(none), String(none));
+});
+
+const NON_ASCII = /[^\x00-\x7f]/;
+
+test('ingest: a page load whose campaign is outside ASCII is answered in ASCII, and stored as sent', async () => {
+  // A persisted store: its answer carries the stored events.
+  const { send, store } = app({ store: await tempSqliteStore() });
+  try {
+    const events = [
+      { type: 'pageload', sessionId: 's1', url: 'https://shop.example/?utm_campaign=%C3%A9t%C3%A9+2026&utm_source=Caf%C3%A9', data: { title: 'Café crème' } },
+      { type: 'click', sessionId: 's1', url: 'https://shop.example/', data: { text: 'naïve' } },
+    ];
+    const res = await send('POST', '/api/events', { body: { events }, headers: { 'x-idp-user-id': 'u1' } });
+    assert.is(res.status, 200);
+    const text = await res.text();
+    const answer = JSON.parse(text) as { events: { id: string; utm?: unknown; data: unknown }[] };
+    assert.equal(answer.events[0].utm, { source: 'café', campaign: 'été 2026' });
+    assert.equal(answer.events[0].data, { title: 'Café crème' });
+    assert.equal(answer.events[1].data, { text: 'naïve' }, 'an event without a campaign is answered as ever');
+    const first = text.slice(text.indexOf(answer.events[0].id), text.indexOf(answer.events[1].id));
+    assert.not.ok(NON_ASCII.test(first), first);
+    const listed = (await (await send('GET', '/api/events?limit=10', { headers: { 'x-idp-user-id': 'u1' } })).json()) as { events: { id: string }[] };
+    assert.equal(listed.events.find((e) => e.id === answer.events[0].id), answer.events[0], 'stored as answered');
+  } finally {
+    await store.close();
+  }
+});
+
+test('sqlite: such an event\'s journal line is ASCII, and the journal replayed after a crash gives the same event', async () => {
+  const dir = mkdtempSync(tmpdir() + '/watchtower-ascii-');
+  const path = dir + '/live/w.sqlite';
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    mkdirSync(dir + '/live');
+    const store = await openSqliteStore({ path, retentionDays: 0 });
+    closers.push(() => store.close());
+    const e = norm({ url: 'https://shop.example/?utm_campaign=%C3%A9t%C3%A9', sessionId: 's1', data: { title: 'Café' } });
+    await store.insert([e]);
+    const journal = readdirSync(dir + '/live').filter((f) => f.startsWith('w.sqlite.journal.')).map((f) => readFileSync(`${dir}/live/${f}`, 'utf8')).join('');
+    const line = journal.split('\n').find((l) => l.includes(e.id));
+    assert.ok(line, 'the event is in the journal');
+    assert.not.ok(NON_ASCII.test(line!), line);
+    // The files as a kill -9 now would leave them: the database has not taken the event in yet.
+    cpSync(dir + '/live', dir + '/crashed', { recursive: true });
+    const again = await openSqliteStore({ path: dir + '/crashed/w.sqlite', retentionDays: 0 });
+    closers.push(() => again.close());
+    const [back] = (await again.list({ userId: 'u1', limit: 5 })).events;
+    assert.equal(back, JSON.parse(JSON.stringify(e)));
+    assert.equal(back.utm, { campaign: 'été' });
+  } finally {
+    for (const close of closers) await close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test.run();

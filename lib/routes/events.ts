@@ -7,6 +7,7 @@ import { limitProject, projectOfKey, requestKey, type KeyedProject } from '../pr
 import { batchItems, batchSentAt, parseEventsQuery, parseExportQuery, validateEvents } from '../schema.ts';
 import { clientInfo } from '../client-info.ts';
 import { countryOfAddress } from '../geo.ts';
+import { asciiJson, wideCampaign } from '../event-fields.ts';
 import { announceStored, clientAddress, readScope, requireUser, type Context, type ServeInfo } from '../context.ts';
 import { InvalidCursorError } from '../store/types.ts';
 
@@ -64,7 +65,8 @@ async function receive(request: Request, ctx: Context, info: ServeInfo | undefin
   const stored = events.length ? await ctx.store.insert(events, texts) : [];
   announceStored(ctx, stored);
   const counts = `{"accepted":${events.length},"rejected":${rejected}`;
-  return jsonText(texts ? `${counts},"events":[${texts.join(',')}]}` : counts + '}');
+  // An event whose campaign alone is not ASCII is answered in ASCII (wideCampaign).
+  return jsonText(texts ? `${counts},"events":[${texts.map((t, i) => (wideCampaign(events[i].utm) ? asciiJson(t) : t)).join(',')}]}` : counts + '}');
 }
 
 export async function listEvents(request: Request, ctx: Context): Promise<JsonReply> {

@@ -5,6 +5,7 @@
 import type { StoredEvent } from '../../event.ts';
 import type { Dedupe } from './dedupe.ts';
 import { ownerKey } from './row.ts';
+import { asciiJson, wideCampaign } from '../../event-fields.ts';
 import { flatCopy } from '../../flat-string.ts';
 
 export interface ClaimedBatch {
@@ -32,7 +33,8 @@ export function claimNew(dedupe: Dedupe, events: readonly StoredEvent[], texts?:
     dedupe.claim(owner, id);
     claimed.push([owner, id]);
     stored.push(e);
-    lines += '{"e":' + (texts ? texts[i] : JSON.stringify(e)) + '}\n';
+    const text = texts ? texts[i] : JSON.stringify(e);
+    lines += '{"e":' + (wideCampaign(e.utm) ? asciiJson(text) : text) + '}\n';
   }
   return {
     stored,
