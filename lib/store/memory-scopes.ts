@@ -7,7 +7,7 @@
 import { admit, environmentKey, environmentOfEvent } from '../environment-scopes.ts';
 import type { StoredEvent } from '../event.ts';
 import { LiveWindow } from '../live-window.ts';
-import { HourRollup, rollupRow } from '../rollup/hour.ts';
+import { HourRollup, rollupRow, type RollupRow } from '../rollup/hour.ts';
 import { UserRollups } from '../rollup/user.ts';
 
 export interface Scope { rollups: UserRollups; window: LiveWindow }
@@ -29,9 +29,7 @@ export class MemoryScopes {
   private readonly projects = new Map<string, Map<string, Scope>>();
   /** Users that refused an environment name a scope: none is made for them until they hold no events. */
   private readonly environmentsFull = new Set<string>();
-  // One parse cache for inserts, one for evictions: they walk different batches.
   private readonly insertedMs = receiveParser();
-  private readonly evictedMs = receiveParser();
 
   get(userId: string, projectId: string | undefined, create = false): Scope | undefined {
     let scopes = this.users;
@@ -47,8 +45,9 @@ export class MemoryScopes {
     return u;
   }
 
-  add(e: StoredEvent): void {
-    if (e.user_id === null) return;
+  /** Counts an event in its scopes; the row it was counted with, for remove (null: no owner, not counted). */
+  add(e: StoredEvent): RollupRow | null {
+    if (e.user_id === null) return null;
     const row = rollupRow(e, this.insertedMs(e));
     for (const project of scopesOf(e)) {
       const u = this.get(e.user_id, project, true)!;
@@ -56,17 +55,18 @@ export class MemoryScopes {
       u.window.add(e, row.receivedMs, row.route);
     }
     const environment = environmentOfEvent(e);
-    if (environment === null) return;
+    if (environment === null) return row;
     const scopes = this.projects.get(e.user_id) ?? new Map<string, Scope>();
     if (admit(scopes, this.environmentsFull.has(e.user_id), environment) === 'full') {
       this.environmentsFull.add(e.user_id);
-      return;
+      return row;
     }
     for (const key of environmentScopes(environment, e.projectId)) {
       const u = this.get(e.user_id, key, true)!;
       u.rollups.add(row);
       u.window.add(e, row.receivedMs, row.route);
     }
+    return row;
   }
 
   /** Whether a user refused an environment name a scope (lib/environment-scopes.ts). */
@@ -74,9 +74,9 @@ export class MemoryScopes {
     return this.environmentsFull.has(userId);
   }
 
-  remove(e: StoredEvent): void {
+  /** Takes back an event add counted, with the row add gave for it. */
+  remove(e: StoredEvent, row: RollupRow): void {
     if (e.user_id === null) return;
-    const row = rollupRow(e, this.evictedMs(e));
     // Counted in each of its environment's scopes that exists (none is made after a refusal).
     const environment = environmentOfEvent(e);
     const keys = environment === null ? scopesOf(e) : [...scopesOf(e), ...environmentScopes(environment, e.projectId)];

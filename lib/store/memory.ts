@@ -7,6 +7,7 @@ import { countFunnel } from '../funnels/count.ts';
 import { withinDepth } from '../shape.ts';
 import { NO_RECENTS, recentsOf } from '../live-window.ts';
 import { assembleStats, planStats } from '../rollup/assemble.ts';
+import type { RollupRow } from '../rollup/hour.ts';
 import { UserRollups } from '../rollup/user.ts';
 import type { Stats, StatsRange } from '../stats.ts';
 import { decodeCursor, encodeCursor, EXPORT_BATCH } from './cursor.ts';
@@ -20,6 +21,9 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
   const capacity = options.capacity ?? DEFAULT_BUFFER_SIZE;
   // Oldest first; a plain array with a moving head keeps eviction O(1) amortised.
   let buffer: StoredEvent[] = [];
+  // The rollup row each held event was counted with (null: no owner), to take it back on eviction
+  // without reading the event again (its names and properties).
+  let rows: (RollupRow | null)[] = [];
   let head = 0;
   // Sequence number (insertion order, the paging cursor's position) of buffer[i]: base + i.
   let base = 1;
@@ -67,10 +71,12 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
         owned.add(e.id);
         buffer.push(e);
         stored.push(e);
-        scopes.add(e);
+        rows.push(scopes.add(e));
         if (held() > capacity) {
+          const row = rows[head];
+          rows[head] = null;
           const old = buffer[head++];
-          scopes.remove(old);
+          if (row) scopes.remove(old, row);
           const set = ids.get(old.user_id)!;
           set.delete(old.id);
           if (set.size === 0) ids.delete(old.user_id);
@@ -78,6 +84,7 @@ export function createMemoryStore(options: { capacity?: number } = {}): Store {
       }
       if (head > capacity) {
         buffer = buffer.slice(head);
+        rows = rows.slice(head);
         base += head;
         head = 0;
       }
