@@ -161,7 +161,7 @@ async function measureAnalytics(): Promise<Record<string, number>> {
     'campaign (utmOf) of the 20 page URLs, each with a campaign query': await cost(() => withUrls.map(utmOf), calls),
     'campaign: the 20 queries read afresh (utmOfQuery; utmOf remembers the queries it read lately)': await cost(() => withQueries.map(utmOfQuery), calls),
     'campaign: the 20 URLs without `utm_`': await cost(() => withoutUrls.map(utmOf), calls),
-    'country of the client address (countryOfAddress, once per request), IPv4': await costOfEach(lookups(addresses(false)), countryOfAddress),
+    'country of the client address (countryOfAddress, once per request; remembered for these addresses), IPv4': await costOfEach(lookups(addresses(false)), countryOfAddress),
     'country: the same, IPv6': await costOfEach(lookups(addresses(true)), countryOfAddress),
     'properties of the 5 custom events (propertiesOf), 5 each': await cost(() => withEvents.map((e) => propertiesOf(e.type, e.name as string ?? null, e.data)), calls),
     'properties: the 5 custom events without': await cost(() => withoutEvents.map((e) => propertiesOf(e.type, e.name as string ?? null, e.data)), calls),
@@ -214,7 +214,7 @@ if (isDeno || process.argv.includes('--child')) {
 |---|${cols.map(() => '---').join('|')}|
 ${rows.join('\n')}
 
-Campaigns, countries and properties (issue 37), µs per batch20 request, on the two bodies \`BENCH_ANALYTICS=1 npm run bench:ingest\` compares (bench/payloads.ts, analyticsPayloads): **with** a campaign query in every page URL and five properties per custom event, **without** neither. Countries: one lookup per request, of one of 8 public addresses in turn. The whole requests go through the handler, the two bodies alternating in blocks: on the memory store one at a time, on the sqlite store 32 in flight, each block timed until its rows are written.
+Campaigns, countries and properties (issue 37), µs per batch20 request, on the two bodies \`BENCH_ANALYTICS=1 npm run bench:ingest\` compares (bench/payloads.ts, analyticsPayloads): **with** a campaign query in every page URL and five properties per custom event, **without** neither. Countries: one lookup per request, of one of 8 public addresses in turn, each remembered after its first lookup (lib/geo.ts), as a client's own address is. The whole requests go through the handler, the two bodies alternating in blocks: on the memory store one at a time, on the sqlite store 32 in flight, each block timed until its rows are written.
 
 | stage (µs per batch20 request) | ${runtimes.join(' | ')} |
 |---|${runtimes.map(() => '---').join('|')}|
