@@ -41,6 +41,19 @@ export function start(cmd: string, args: string[], env: Record<string, string> =
   });
 }
 
+/**
+ * How `npm start` starts the server, read from package.json's start script (so that a bench that
+ * measures the server "as started" cannot drift from it): its environment and Node's flags.
+ */
+export function npmStart(): { env: Record<string, string>; flags: string[] } {
+  const script: string = JSON.parse(readFileSync(ROOT + 'package.json', 'utf8')).scripts.start;
+  const words = script.split(/\s+/);
+  const node = words.indexOf('node');
+  const env = Object.fromEntries(words.slice(0, node).map((w) => w.split('=') as [string, string]));
+  const flags = words.slice(node + 1, words.indexOf('--import'));
+  return { env, flags };
+}
+
 export interface WrkResult { rps: number; p50: number; p99: number; errors: number; requests: number }
 
 const ms = (value: string, unit: string) => Number(value) * ({ us: 0.001, ms: 1, s: 1000, m: 60_000 } as Record<string, number>)[unit];

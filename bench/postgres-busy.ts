@@ -9,82 +9,27 @@
 // that burst; the last hour; 7 days by day) and all time, right after the burst and again after
 // BENCH_SETTLE_S (60) s of background work. The server's RSS is read from /proc after each.
 // Closed busy days before compaction are measured in this process, before the server starts.
-// BENCH_KEEP_DB=1 keeps the database, for EXPLAIN.
-import { readFileSync } from 'node:fs';
+// BENCH_KEEP_DB=1 keeps the database, for EXPLAIN, and a copy of it as the server found it
+// (`<name>_loaded`), which bench:postgres-burst-memory replays today's burst on.
 import postgres from 'postgres';
 import { createHandler } from '../lib/handler.ts';
 import { createMemoryRecords } from '../lib/records/memory.ts';
 import { COMPACT_AFTER_MS, compactClosedDays } from '../lib/store/postgres/maintenance/compaction.ts';
 import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import { createTestDatabase } from '../test/helpers/postgres.ts';
-import { machine, median, start, writeSection } from './lib.ts';
+import { AGENTS, BATCH, CONCURRENCY, HEADERS, rssOf, send, VITALS } from './busy-data.ts';
+import { machine, median, npmStart, start, writeSection } from './lib.ts';
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 5_000_000);
 const BUSY = Number(process.env.BENCH_BUSY ?? 300_000);
 const DAYS = Number(process.env.BENCH_DAYS ?? 90);
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const SETTLE_S = Number(process.env.BENCH_SETTLE_S ?? 60);
-const BATCH = 50;
-const CONCURRENCY = 8;
-const USER = 'busy-user';
 const MIN = 60_000, HOUR = 3_600_000, DAY = 86_400_000;
-const HEADERS = { 'content-type': 'application/json', 'x-idp-user-id': USER };
-
-let seed = 7;
-const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
-const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)];
-const AGENTS = [
-  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
-  'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15',
-  'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1',
-  'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
-  'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36',
-  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0',
-];
-const REFERRERS = ['https://www.google.com/search?q=shop', 'https://news.ycombinator.com/item?id=1', 'https://t.co/x', 'https://duckduckgo.com/', '', '', ''];
-const VITALS = ['LCP', 'INP', 'CLS', 'FCP', 'TTFB'];
-let sessions = 0;
-
-/** One visitor's batch of events (a session of its own), sent with one of the user agents. */
-function batch(): { agent: string; body: string } {
-  const session = `s-${++sessions}`;
-  const version = `1.${Math.floor(rand() * 6)}.0`;
-  const events = Array.from({ length: BATCH }, () => {
-    const route = `/route/${Math.floor(rand() * rand() * 40)}`;
-    const type = pick(['pageload', 'pageload', 'pageload', 'click', 'click', 'performance', 'performance', 'error', 'feedback', 'custom']);
-    const data: Record<string, unknown> = {};
-    if (type === 'pageload') Object.assign(data, { duration: Math.round(50 + rand() * rand() * 6000), ttfb: Math.round(rand() * 400) });
-    else if (type === 'performance') {
-      const name = pick(VITALS);
-      data.name = name;
-      data.value = name === 'CLS' ? Math.round(rand() * 500) / 1000 : Math.round(rand() * rand() * 5000);
-    } else if (type === 'error') Object.assign(data, { message: `TypeError: x is undefined #${Math.floor(rand() * 30)}`, stack: 'at f (app.js:1:1)' });
-    else if (type === 'feedback') data.rating = 1 + Math.floor(rand() * 5);
-    return { type, sessionId: session, deployVersion: version, route, referrer: pick(REFERRERS), data };
-  });
-  return { agent: pick(AGENTS), body: JSON.stringify({ events }) };
-}
-
-/** Sends `count` events spread over [from, to) with CONCURRENCY requests in flight. */
-async function send(count: number, from: number, to: number, post: (at: number, agent: string, body: string) => Promise<void>): Promise<void> {
-  const batches = Math.ceil(count / BATCH);
-  let next = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    for (let i = next++; i < batches; i = next++) {
-      const { agent, body } = batch();
-      await post(from + Math.floor(((to - from) * i) / batches), agent, body);
-    }
-  }));
-}
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)];
 const f1 = (n: number) => n.toFixed(1);
 const int = (n: number) => Math.round(n).toLocaleString('en-US');
-const rssOf = (pid: number) => {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
-  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
-};
 
 /** p50 and p95 of `runs` answers to `path` after one warm-up; every answer must be 200. */
 async function timed(get: (path: string) => Promise<Response>, path: string, runs = RUNS): Promise<{ p50: number; p95: number }> {
@@ -166,11 +111,16 @@ if (process.env.BENCH_COMPACT_AT_START !== '1') {
 const compactedBy = process.env.BENCH_COMPACT_AT_START === '1' ? 'the server, at its start' : 'the loading process, before the server started (as a running service does each day an hour after it closes)';
 
 // --- The server, then today's burst over HTTP --------------------------------------------------
+if (process.env.BENCH_KEEP_DB === '1') {
+  // Nothing is connected to it now: the copy is the database as the server finds it.
+  await db.admin.unsafe(`create database ${db.name}_loaded template ${db.name}`);
+}
 
-// Started as `npm start` starts it: glibc's malloc hands blocks over 128 KiB back to the system
-// once freed (MALLOC_MMAP_THRESHOLD_), so the RSS read below is the service's, not a default heap's.
-const server = await start(process.execPath, ['--import', 'tsx', 'server.ts'],
-  { SERVICE_STORAGE: 'postgres', DATABASE_URL: db.url, SERVICE_RATE_LIMIT: '0', SERVICE_RETENTION_DAYS: '0', MALLOC_MMAP_THRESHOLD_: '131072' });
+// Started as `npm start` starts it (README, "Requirements"): glibc's malloc hands big blocks back
+// to the system, and V8 collects before its heap is half again what was live.
+const asStarted = npmStart();
+const server = await start(process.execPath, [...asStarted.flags, '--import', 'tsx', 'server.ts'],
+  { SERVICE_STORAGE: 'postgres', DATABASE_URL: db.url, SERVICE_RATE_LIMIT: '0', SERVICE_RETENTION_DAYS: '0', ...asStarted.env });
 const admin = postgres(db.url, { max: 1, onnotice: () => {} });
 for (;;) {
   const [{ left }] = await admin<{ left: number }[]>`
@@ -213,7 +163,7 @@ const rssSettled = rssOf(server.child.pid!);
 await server.stop();
 const bytes = (await admin<{ bytes: string }[]>`select pg_database_size(current_database())::text as bytes`)[0].bytes;
 await admin.end();
-if (process.env.BENCH_KEEP_DB === '1') console.log(`kept database ${db.url}`);
+if (process.env.BENCH_KEEP_DB === '1') console.log(`kept database ${db.url}, and ${db.name}_loaded as the server found it`);
 else await db.drop();
 
 // --- Report ------------------------------------------------------------------------------------
