@@ -4,8 +4,7 @@ import { readFileSync } from 'node:fs';
 
 export const BATCH = 50;
 export const CONCURRENCY = 8;
-export const USER = 'busy-user';
-export const HEADERS = { 'content-type': 'application/json', 'x-idp-user-id': USER };
+export const HEADERS = { 'content-type': 'application/json', 'x-idp-user-id': 'busy-user' };
 
 let seed = 7;
 const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);

@@ -55,13 +55,15 @@ async function once(admin: postgres.Sql, flags: string, tag: string): Promise<Ru
     for (const line of lines) {
       const m = GC_LINE.exec(line);
       if (!m) continue;
-      // Worker threads print their own collections: only the isolate that collects most is the server's.
+      // Helper threads print their own collections: the first isolate seen scavenging a heap over
+      // 30 MB is the main thread's (the others stay a few MB).
       const id = /0x[0-9a-f]+/.exec(line)?.[0] ?? '';
       if (!isolate && m[2] === 'Scavenge' && Number(m[5]) > 30) isolate = id;
       if (id !== isolate) continue;
       gcs.push({ at: Number(m[1]), kind: m[2], reduce: !!m[3], after: Number(m[4]), size: Number(m[5]), ms: Number(m[6]) + Number(m[7] ?? 0) });
     }
   });
+  // The server's clock as of its latest collection: while it works it collects every few hundred ms.
   const serverClock = () => gcs.length ? gcs[gcs.length - 1].at : 0;
   const reads = async () => {
     const times: number[] = [];
