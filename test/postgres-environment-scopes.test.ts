@@ -87,14 +87,14 @@ if (await postgresAvailable('PostgreSQL environment scope tests')) {
     const all = events(1500, now - 1000, (now - today) / HOUR + 72, 7, 'a');
     await insertAll(store, all, 40);
     const span: [number, number] = [today - 72 * HOUR - HOUR, now + HOUR];
-    await checkFromScopes(store, all, now, randomRanges(11, 8, span), 'rows');
+    await checkFromScopes(store, all, now, randomRanges(11, 8, span, true, now), 'rows');
     // Closed days compacted: fold rows, and rows moved into blocks with their points kept.
     await compactClosedDays(sql, today + COMPACT_AFTER_MS);
     const [{ days }] = await sql`select count(*)::int as days from watchtower_rollup_days where scope = chr(1) || 'production'`;
     assert.ok(days >= 3, 'the environment\'s closed days are compacted');
     const [{ blocks }] = await sql`select count(*)::int as blocks from watchtower_event_blocks where user_id = 'alice'`;
     assert.ok(blocks > 0, 'closed days are blocks');
-    await checkFromScopes(store, all, now, randomRanges(12, 14, span), 'compacted');
+    await checkFromScopes(store, all, now, randomRanges(12, 14, span, true, now), 'compacted');
     // The open day folded, then more events on top of the fold.
     await foldOpenDays(sql, now, () => false, 1);
     const [{ folds }] = await sql`select count(*)::int as folds from watchtower_rollup_days where scope = '#p1' || chr(1) || 'staging' and day = ${Math.floor(now / DAY)}`;
@@ -102,7 +102,7 @@ if (await postgresAvailable('PostgreSQL environment scope tests')) {
     const more = events(200, now - 10, (now - today) / HOUR, 13, 'b');
     await insertAll(store, more, 25);
     all.push(...more);
-    await checkFromScopes(store, all, now, randomRanges(14, 14, span), 'folded');
+    await checkFromScopes(store, all, now, randomRanges(14, 14, span, true, now), 'folded');
   });
 
   test('a block wholly inside a range\'s edge is unpacked for an environment (its rollup is of all the owner\'s events)', async () => {
@@ -190,7 +190,7 @@ if (await postgresAvailable('PostgreSQL environment scope tests')) {
     const fresh = events(400, now - 1000, (now - today) / HOUR, 22, 'n');
     await insertAll(upgraded, fresh, 40);
     const all = [...old, ...fresh];
-    await checkFromScopes(upgraded, all, now, randomRanges(23, 10, [today, now + HOUR], false), 'after the migration');
+    await checkFromScopes(upgraded, all, now, randomRanges(23, 10, [today, now + HOUR], false, now), 'after the migration');
     for (const range of [undefined, ...randomRanges(24, 6, [today - 60 * HOUR, today - 1], false)]) {
       for (const projectId of [undefined, 'p1']) {
         const what = `before the migration: ${projectId} ${JSON.stringify(range)}`;
@@ -203,7 +203,7 @@ if (await postgresAvailable('PostgreSQL environment scope tests')) {
     // A new owner had nothing before the migration: every range of theirs is read from the scopes.
     const dave = events(200, now - 1000, 30, 25, 'v', 'dave');
     await insertAll(upgraded, dave, 40);
-    await checkFromScopes(upgraded, dave, now, randomRanges(26, 5, [now - 31 * HOUR, now + HOUR]), 'a new owner', 'dave');
+    await checkFromScopes(upgraded, dave, now, randomRanges(26, 5, [now - 31 * HOUR, now + HOUR], true, now), 'a new owner', 'dave');
   });
 
   test.run();
