@@ -151,9 +151,9 @@ test('stats assembled from rollups and the live window equal computeStats over t
   // Vitals come up in about 22 of the 300 runs (19-24 seen); the bound only asks that they are
   // compared at all. RUNS / 10 failed once on 12 (chance about 1 in 20).
   assert.ok(withBreakdowns > RUNS / 4 && withVitals > RUNS / 30, `breakdowns ${withBreakdowns}, with vitals ${withVitals}: both compared`);
-  // Event goals convert in a few runs only (custom events named signup are rare here); goals.test.ts
-  // compares them on data full of them.
-  assert.ok(converted > RUNS / 10, `goals with conversions compared in ${converted} runs`);
+  // Goals convert in about 23 of the 300 runs (13-29 seen; RUNS / 10 failed on 13); the bound only
+  // asks that conversions are compared at all. goals.test.ts compares them on data full of them.
+  assert.ok(converted > RUNS / 30, `goals with conversions compared in ${converted} runs`);
 });
 
 test('planStats: whole hours from rollups, raw spans only for partial hours at the edges', () => {
