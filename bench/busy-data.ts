@@ -1,6 +1,5 @@
 // The events of bench:postgres-busy and bench:postgres-burst-memory: one user's visitors, each
 // batch a session of its own, sent as a busy site's browsers send them.
-import { readFileSync } from 'node:fs';
 
 export const BATCH = 50;
 export const CONCURRENCY = 8;
@@ -55,10 +54,3 @@ export async function send(count: number, from: number, to: number, post: (at: n
     }
   }));
 }
-
-/** The server's resident memory and its peak, MiB, from /proc. */
-export const rssOf = (pid: number) => {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
-  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
-};

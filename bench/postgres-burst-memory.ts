@@ -10,9 +10,9 @@
 // tell how much of its heap was live and when V8's memory reducer shrank it ("(reduce)").
 import postgres from 'postgres';
 import { ADMIN_URL, databaseUrl } from '../test/helpers/postgres.ts';
-import { HEADERS, prefixSessions, rssOf, send } from './busy-data.ts';
+import { HEADERS, prefixSessions, send } from './busy-data.ts';
 import { machine, median, npmStart, start, writeSection } from './lib.ts';
-import { cpuMs } from './proc.ts';
+import { cpuMs, rssOf } from './proc.ts';
 
 const SOURCE = process.env.BENCH_DATABASE;
 if (!SOURCE || !/^[a-z0-9_]+$/.test(SOURCE)) throw new Error('BENCH_DATABASE=<the _loaded database bench:postgres-busy kept> is required');

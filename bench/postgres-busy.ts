@@ -17,8 +17,9 @@ import { createMemoryRecords } from '../lib/records/memory.ts';
 import { COMPACT_AFTER_MS, compactClosedDays } from '../lib/store/postgres/maintenance/compaction.ts';
 import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import { createTestDatabase } from '../test/helpers/postgres.ts';
-import { AGENTS, BATCH, CONCURRENCY, HEADERS, rssOf, send, VITALS } from './busy-data.ts';
+import { AGENTS, BATCH, CONCURRENCY, HEADERS, send, VITALS } from './busy-data.ts';
 import { machine, median, npmStart, start, writeSection } from './lib.ts';
+import { rssOf } from './proc.ts';
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 5_000_000);
 const BUSY = Number(process.env.BENCH_BUSY ?? 300_000);

@@ -1,5 +1,5 @@
-// CPU time of a process from /proc (Linux). Throughput on a shared machine drifts with whatever
-// else runs; the CPU a server spends per request drifts much less, so both are reported.
+// CPU time and memory of a process from /proc (Linux). Throughput on a shared machine drifts with
+// whatever else runs; the CPU a server spends per request drifts much less, so both are reported.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
@@ -22,3 +22,10 @@ export function cpuMs(pid: number): number | null {
     return null;
   }
 }
+
+/** Resident memory of a process and its peak so far, MiB. */
+export const rssOf = (pid: number) => {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024;
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+};
