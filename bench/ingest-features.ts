@@ -1,7 +1,7 @@
 // BENCH_ANALYTICS=1 npm run bench:ingest: what reading campaigns (UTM), countries and custom event
-// properties costs batch ingest, end to end (issue 37's target: at most 5% of its server CPU). Each
-// store's server runs twice per round, one right after the other (their order swapped every
-// round): `without`, started with SERVICE_GEO=off, taking batches with no campaign in their URLs
+// properties costs batch ingest, end to end (issue 37's target: at most 5% of its server CPU). In
+// each round, each store runs two servers side by side, taking turns (round()): `without`,
+// started with SERVICE_GEO=off, taking batches with no campaign in their URLs
 // and no properties in their custom events; `with`, started with countries on and
 // SERVICE_TRUST_PROXY=true, taking the same batches with campaigns and five properties
 // (analyticsPayloads). Both take every request with an X-Forwarded-For of a public address, one
@@ -13,9 +13,22 @@ import { DENO, machine, median, spread, start, wrk, writeSection, type Child, ty
 import { cpuMs } from './proc.ts';
 import { analyticsPayloads, CLIENT_ADDRESSES } from './payloads.ts';
 
-export interface FeatureRun { rounds: number; seconds: number; connections: number; runtimes: string[]; stores: string[]; tmp: string }
+export interface FeatureRun { rounds: number; connections: number; runtimes: string[]; stores: string[]; tmp: string }
+
+/**
+ * Seconds of each burst, bursts of each server per round, and the warm-up of each server. This
+ * shared machine's speed drifts by up to 2× over seconds (one fresh server's CPU per request moved
+ * from 310 to 790 µs between 1 s runs), so the two servers take turns in short bursts and each is
+ * charged its CPU over the whole turn-taking: drift then hits both alike.
+ */
+const BURST_S = Number(process.env.BENCH_BURST_SECONDS ?? 1);
+const BURSTS = Number(process.env.BENCH_BURSTS ?? 20);
+const WARM_S = 5;
+/** After the last burst, before the last CPU reading: a server's work still queued (the sqlite worker's rows) is charged to it. */
+const SETTLE_MS = 1000;
 
 type Variant = keyof typeof analyticsPayloads;
+const VARIANTS: Variant[] = ['without', 'with'];
 const SERVER_ENV: Record<Variant, Record<string, string>> = {
   without: { SERVICE_GEO: 'off', SERVICE_TRUST_PROXY: 'false' },
   with: { SERVICE_GEO: 'on', SERVICE_TRUST_PROXY: 'true' },
@@ -35,42 +48,71 @@ async function check(server: Child, variant: Variant, body: string): Promise<voi
   if (found !== (variant === 'with')) throw new Error(`${variant}: the server stored utm ${JSON.stringify(e.utm)}, country ${JSON.stringify(e.client?.country)}`);
 }
 
+type Figures = WrkResult & { cpuUs: number };
+
+/**
+ * One round of one store: both servers started fresh and kept up together; after a warm-up each,
+ * they take BURSTS turns of BURST_S seconds (which goes first alternates), and each one's CPU per
+ * request is its CPU from the first turn to SETTLE_MS after the last, over the requests of its turns.
+ */
+async function round(o: FeatureRun, runtime: string, store: string, index: number): Promise<Record<Variant, Figures>> {
+  const servers = {} as Record<Variant, Child>;
+  try {
+    for (const variant of VARIANTS) {
+      const env = { SERVICE_STORAGE: store, SERVICE_RATE_LIMIT: '0', DEFAULT_INGEST_OWNER_USER_ID: 'bench-owner', SERVICE_P1_DB: `${o.tmp}/${runtime}-${store}-${variant}-${index}.sqlite`, ...SERVER_ENV[variant] };
+      servers[variant] = await (runtime === 'node'
+        ? start(process.execPath, ['--import', 'tsx', 'server.ts'], env)
+        : start(DENO, ['run', '--allow-all', 'server.ts'], env));
+      await check(servers[variant], variant, analyticsPayloads[variant]);
+    }
+    const opts = (variant: Variant) => ({ connections: o.connections, bodyFile: `${o.tmp}/batch20-${variant}.json`, path: '/api/events', forwardedFor: CLIENT_ADDRESSES });
+    for (const variant of VARIANTS) wrk(servers[variant].url, { ...opts(variant), seconds: WARM_S }); // JIT, and the country database loaded
+    const cpu = (variant: Variant) => cpuMs(servers[variant].child.pid!) ?? NaN;
+    const first = { without: cpu('without'), with: cpu('with') };
+    const sum = { without: { requests: 0, errors: 0, seconds: 0, p50: [] as number[], p99: [] as number[] }, with: { requests: 0, errors: 0, seconds: 0, p50: [] as number[], p99: [] as number[] } };
+    for (let b = 0; b < BURSTS; b++) {
+      for (const variant of (b + index) % 2 ? (['with', 'without'] as const) : (['without', 'with'] as const)) {
+        const w = wrk(servers[variant].url, { ...opts(variant), seconds: BURST_S });
+        const s = sum[variant];
+        s.requests += w.requests;
+        s.errors += w.errors;
+        s.seconds += w.requests / w.rps;
+        s.p50.push(w.p50);
+        s.p99.push(w.p99);
+      }
+    }
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    const out = {} as Record<Variant, Figures>;
+    for (const variant of VARIANTS) {
+      const s = sum[variant];
+      out[variant] = { requests: s.requests, errors: s.errors, rps: s.requests / s.seconds, p50: median(s.p50), p99: median(s.p99), cpuUs: ((cpu(variant) - first[variant]) * 1000) / s.requests };
+    }
+    return out;
+  } finally {
+    for (const variant of VARIANTS) await servers[variant]?.stop();
+  }
+}
+
 export async function compareFeatures(o: FeatureRun): Promise<void> {
   const rows: string[] = [];
+  for (const variant of VARIANTS) writeFileSync(`${o.tmp}/batch20-${variant}.json`, analyticsPayloads[variant]);
   for (const runtime of o.runtimes) {
-    const bodyFile = (v: Variant) => `${o.tmp}/batch20-${v}.json`;
-    for (const v of ['without', 'with'] as const) writeFileSync(bodyFile(v), analyticsPayloads[v]);
-    const results = new Map<string, (WrkResult & { cpuUs: number })[]>();
-    for (let round = 0; round < o.rounds; round++) {
+    const results = new Map<string, Figures[]>();
+    for (let index = 0; index < o.rounds; index++) {
       for (const store of o.stores) {
-        // Swapped each round, so that neither always runs on the machine the other has just warmed.
-        const order: Variant[] = round % 2 ? ['with', 'without'] : ['without', 'with'];
-        for (const variant of order) {
-          const env = { SERVICE_STORAGE: store, SERVICE_RATE_LIMIT: '0', DEFAULT_INGEST_OWNER_USER_ID: 'bench-owner', SERVICE_P1_DB: `${o.tmp}/${runtime}-${store}-${variant}-${Date.now()}.sqlite`, ...SERVER_ENV[variant] };
-          const server = await (runtime === 'node'
-            ? start(process.execPath, ['--import', 'tsx', 'server.ts'], env)
-            : start(DENO, ['run', '--allow-all', 'server.ts'], env));
-          try {
-            await check(server, variant, analyticsPayloads[variant]);
-            const opts = { connections: o.connections, bodyFile: bodyFile(variant), path: '/api/events', forwardedFor: CLIENT_ADDRESSES };
-            wrk(server.url, { ...opts, seconds: 2 }); // warm-up (JIT, and the country database loaded)
-            const cpu0 = cpuMs(server.child.pid!);
-            const w = wrk(server.url, { ...opts, seconds: o.seconds });
-            const cpu1 = cpuMs(server.child.pid!);
-            const r = { ...w, cpuUs: cpu0 === null || cpu1 === null ? NaN : ((cpu1 - cpu0) * 1000) / w.requests };
-            const key = `${store} ${variant}`;
-            results.set(key, [...(results.get(key) ?? []), r]);
-            console.log(`${runtime} batch20 ${store} ${variant} round ${round + 1}: ${r.rps.toFixed(0)} req/s p50 ${r.p50} ms p99 ${r.p99} ms errors ${r.errors} cpu ${r.cpuUs.toFixed(1)} µs/req`);
-          } finally {
-            await server.stop();
-          }
+        const figures = await round(o, runtime, store, index);
+        for (const variant of VARIANTS) {
+          const r = figures[variant];
+          const key = `${store} ${variant}`;
+          results.set(key, [...(results.get(key) ?? []), r]);
+          console.log(`${runtime} batch20 ${store} ${variant} round ${index + 1}: ${r.rps.toFixed(0)} req/s p50 ${r.p50} ms p99 ${r.p99} ms errors ${r.errors} cpu ${r.cpuUs.toFixed(1)} µs/req`);
         }
       }
     }
     for (const store of o.stores) {
       const off = results.get(`${store} without`)!;
       const on = results.get(`${store} with`)!;
-      // Per round: the two ran one right after the other, so their ratio is spared the drift between rounds.
+      // Per round: the two took turns on the same machine, so their ratio is spared its drift.
       const cpuRatio = on.map((r, i) => r.cpuUs / off[i].cpuUs);
       const rpsRatio = on.map((r, i) => r.rps / off[i].rps);
       const added = on.map((r, i) => r.cpuUs - off[i].cpuUs);
@@ -90,7 +132,7 @@ export function writeFeatureSection(o: Omit<FeatureRun, 'tmp'>, rows: string[]):
     'ingest-analytics',
     `## Ingest cost of campaigns, countries and properties
 
-\`BENCH_ANALYTICS=1 npm run bench:ingest\` (BENCH_RUNTIMES=${o.runtimes.join(',')}, BENCH_STORES=${o.stores.join(',')}) — batches of 20 events, wrk (1 thread, ${o.connections} connections, keep-alive), ${o.seconds} s per run after a 2 s warm-up, ${o.rounds} rounds; in each round every store's server is started fresh twice, one right after the other (order swapped every round): **without** (SERVICE_GEO=off; no \`utm_\` in the page URLs, custom events' values one level down in \`data\`, so no properties) and **with** (countries on, SERVICE_TRUST_PROXY=true; every page URL with a campaign query, encoded values and a repeated key among them, and custom events with five properties). Same events, types and body size (30 bytes apart); every request carries an X-Forwarded-For of one of 16 public IPv4 and IPv6 addresses in turn; events are owned (DEFAULT_INGEST_OWNER_USER_ID), so the stores count them in rollups. Server CPU is user + system time of the server process per request, from /proc. Target (issue 37): with ÷ without ≤ 1.05 in server CPU per request. ${machine()}.
+\`BENCH_ANALYTICS=1 npm run bench:ingest\` (BENCH_RUNTIMES=${o.runtimes.join(',')}, BENCH_STORES=${o.stores.join(',')}) — batches of 20 events, wrk (1 thread, ${o.connections} connections, keep-alive), ${o.rounds} rounds; in each round, for each store, two servers are started fresh and kept up together, warmed up ${WARM_S} s each, then take ${BURSTS} turns of ${BURST_S} s each (which goes first alternates), and each is charged its CPU from its first turn to ${SETTLE_MS / 1000} s after the last, over the requests of its turns: **without** (SERVICE_GEO=off; no \`utm_\` in the page URLs, custom events' values one level down in \`data\`, so no properties) and **with** (countries on, SERVICE_TRUST_PROXY=true; every page URL with a campaign query, encoded values and a repeated key among them, and custom events with five properties). Same events, types and body size (30 bytes apart); every request carries an X-Forwarded-For of one of 16 public IPv4 and IPv6 addresses in turn; events are owned (DEFAULT_INGEST_OWNER_USER_ID), so the stores count them in rollups. Server CPU is user + system time of the server process per request, from /proc. Target (issue 37): with ÷ without ≤ 1.05 in server CPU per request. ${machine()}.
 
 | runtime | store | requests/s without | requests/s with | CPU µs/request without | CPU µs/request with | CPU added µs/request (per round) | CPU with ÷ without (per round) | CPU with ÷ without (medians) | throughput with ÷ without (per round) | errors |
 |---|---|---|---|---|---|---|---|---|---|---|

@@ -7,8 +7,9 @@
 // fixed schedule (open-loop.ts), for the latency a client sees when the service is not saturated
 // (after a saturated warm-up and 2 s at that rate to settle).
 // BENCH_ANALYTICS=1: instead, what campaigns (UTM), countries and custom event properties cost
-// batch ingest: each store's server without them and with them, one after the other in each round
-// (bench/ingest-features.ts; figures to their own section of BENCHMARKS.md, "ingest-analytics").
+// batch ingest: each store's server without them and with them, up together and taking turns in
+// short bursts (bench/ingest-features.ts, BENCH_BURSTS, BENCH_BURST_SECONDS; figures to their own
+// section of BENCHMARKS.md, "ingest-analytics").
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,7 +30,7 @@ const tmp = mkdtempSync(tmpdir() + '/watchtower-bench-');
 
 if (process.env.BENCH_ANALYTICS === '1') {
   try {
-    await compareFeatures({ rounds, seconds, connections, runtimes, stores, tmp });
+    await compareFeatures({ rounds, connections, runtimes, stores, tmp });
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
