@@ -31,7 +31,8 @@ export function environmentOf(value: unknown): string | null {
 /**
  * The UTM parameters of a page URL's query: `utm_source` → `source`, and so on, decoded (`+` is a
  * space), trimmed, lower-cased and cut to MAX_UTM characters. The first of repeated parameters
- * wins; empty values count as absent; null when none is left. The fragment is not read.
+ * wins; empty values count as absent; null when none is left. The fragment is not read. The
+ * object is frozen and shared by every event of the same query.
  */
 export function utmOf(url: string | null): Utm | null {
   // Most URLs have none: the search for the prefix spares them a parse.
@@ -39,20 +40,20 @@ export function utmOf(url: string | null): Utm | null {
   const q = url.indexOf('?');
   if (q < 0) return null;
   const hash = url.indexOf('#', q);
-  const query = url.slice(q + 1, hash < 0 ? undefined : hash);
+  const end = hash < 0 ? url.length : hash;
   // Reading a query costs a few µs, for every event of a page that has one: the queries read
   // lately are remembered (a campaign's link is the same for all its visitors, and a batch's
   // events mostly share their page's URL).
+  const query = url.slice(q + 1, end);
+  if (query.length > MAX_REMEMBERED_QUERY) return utmOfQuery(query);
   let utm = READ.get(query);
   if (utm === undefined) {
+    if (READ.size >= MAX_REMEMBERED) READ.clear();
     utm = utmOfQuery(query);
-    if (query.length <= MAX_REMEMBERED_QUERY) {
-      if (READ.size >= MAX_REMEMBERED) READ.clear();
-      READ.set(query, utm);
-    }
+    // A copy: the slice holds the whole URL, which may be long.
+    READ.set(flatCopy(query), utm);
   }
-  // Each event its own object: the remembered one is never handed out.
-  return utm === null ? null : { ...utm };
+  return utm;
 }
 
 const READ = new Map<string, Utm | null>();
@@ -77,7 +78,8 @@ export function utmOfQuery(query: string): Utm | null {
     // two-byte: twice the bytes to join and post to the worker. Run once per query read.
     if (value) (out ??= {})[field] = NON_ASCII.test(value) ? flatCopy(value) : value;
   }
-  return out;
+  // Shared by every event of the query (utmOf): frozen, so that no caller can change another's.
+  return out && Object.freeze(out);
 }
 
 /**
