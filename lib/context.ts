@@ -80,7 +80,10 @@ export type Route = (request: RouteRequest, ctx: Context, info?: ServeInfo) => P
 export function clientAddress(ctx: Context, request: Request, info?: ServeInfo): string {
   if (ctx.trustProxy) {
     const forwarded = request.headers.get('x-forwarded-for');
-    if (forwarded) return forwarded.split(',')[0].trim();
+    if (forwarded) {
+      const comma = forwarded.indexOf(',');
+      return (comma < 0 ? forwarded : forwarded.slice(0, comma)).trim();
+    }
   }
   return info?.remoteAddr?.hostname ?? 'unknown';
 }
