@@ -10,6 +10,7 @@ import { transactionToRaw } from '../lib/sentry/transaction.ts';
 import { openSqliteStore } from '../lib/store/sqlite/store.ts';
 import { app } from './helpers/app.ts';
 import { tempSqliteStore } from './helpers/stores.ts';
+import { canCollect, heapGrowth } from './helpers/heap.ts';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 
@@ -98,19 +99,11 @@ test('utm: a query read before gives what reading it gives, in an object of its 
   assert.equal(utmOf('/p?utm_source=s0'), { source: 's0' });
 });
 
-declare const Deno: unknown;
-// Node only: Deno does not let a running program call the garbage collector.
-if (typeof Deno === 'undefined') {
+if (canCollect) {
   test('utm: a remembered query holds nothing of the long URL it was read from', async () => {
-    const { setFlagsFromString } = await import('node:v8');
-    const { runInNewContext } = await import('node:vm');
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as () => void;
-    gc();
-    const before = process.memoryUsage().heapUsed;
-    for (let i = 0; i < 200; i++) assert.equal(utmOf(`/p?utm_source=s${i}#`.padEnd(250_000, 'x')), { source: `s${i}` });
-    gc();
-    const grown = process.memoryUsage().heapUsed - before;
+    const grown = await heapGrowth(() => {
+      for (let i = 0; i < 200; i++) assert.equal(utmOf(`/p?utm_source=s${i}#`.padEnd(250_000, 'x')), { source: `s${i}` });
+    });
     // 200 URLs of 250,000 characters would be 50 MB; the queries themselves take a few KB.
     assert.ok(grown < 10_000_000, `heap grew ${grown} bytes`);
   });

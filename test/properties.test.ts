@@ -16,6 +16,7 @@ import { asHour, HourRollup, rollupRow, type RollupPart } from '../lib/rollup/ho
 import { UserRollups } from '../lib/rollup/user.ts';
 import { computeStats, rangeProblem, type StatsRange } from '../lib/stats.ts';
 import { app } from './helpers/app.ts';
+import { canCollect, heapGrowth } from './helpers/heap.ts';
 
 const RUNS = Number(process.env.WATCHTOWER_PROPERTY_RUNS ?? 150);
 const H = 3_600_000;
@@ -56,23 +57,15 @@ test('names are made once and held bounded: past the bound each name is still it
   assert.equal(propertiesOf('custom', 'ev0', { a: 'v0' }), [propertyName('a', 'ev0', 'v0')], 'made again after the names were let go');
 });
 
-declare const Deno: unknown;
-// Node only: Deno does not let a running program call the garbage collector.
-if (typeof Deno === 'undefined') {
+if (canCollect) {
   test('a value or event name cut to its bound holds nothing of the long string it was cut from', async () => {
-    const { setFlagsFromString } = await import('node:v8');
-    const { runInNewContext } = await import('node:vm');
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as () => void;
-    gc();
-    const before = process.memoryUsage().heapUsed;
     const held: string[] = [];
-    for (let i = 0; i < 200; i++) {
-      const long = String(i).padEnd(250_000, 'x');
-      held.push(...propertiesOf('custom', customEventName(long, null, {})!, { k: long })!);
-    }
-    gc();
-    const grown = process.memoryUsage().heapUsed - before;
+    const grown = await heapGrowth(() => {
+      for (let i = 0; i < 200; i++) {
+        const long = String(i).padEnd(250_000, 'x');
+        held.push(...propertiesOf('custom', customEventName(long, null, {})!, { k: long })!);
+      }
+    });
     assert.is(held.length, 200);
     // 200 strings of 250,000 characters would be 50 MB; the names themselves take ~60 KB.
     assert.ok(grown < 10_000_000, `heap grew ${grown} bytes`);
