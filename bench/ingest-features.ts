@@ -16,10 +16,10 @@ import { analyticsPayloads, CLIENT_ADDRESSES } from './payloads.ts';
 export interface FeatureRun { rounds: number; connections: number; runtimes: string[]; stores: string[]; tmp: string }
 
 /**
- * Seconds of each burst, bursts of each server per round, and the warm-up of each server. This
- * shared machine's speed drifts by up to 2× over seconds (one fresh server's CPU per request moved
- * from 310 to 790 µs between 1 s runs), so the two servers take turns in short bursts and each is
- * charged its CPU over the whole turn-taking: drift then hits both alike.
+ * Seconds of each burst, bursts of each server per round, and the warm-up of each server. A
+ * shared machine's speed can drift by 2× over seconds (BENCHMARKS.md, the notes on this section),
+ * so the two servers take turns in short bursts and each is charged its CPU over the whole
+ * turn-taking: drift then hits both alike.
  */
 const BURST_S = Number(process.env.BENCH_BURST_SECONDS ?? 1);
 const BURSTS = Number(process.env.BENCH_BURSTS ?? 20);
