@@ -65,7 +65,7 @@ test('utm: read from the page URL, decoded, lower-cased, bounded; first of dupli
   assert.not.ok('utm' in norm({ url: 'https://a.example/', utm: { source: 'forged'.repeat(100) } }), "a client's own utm is dropped");
 });
 
-test('utm: a query read before gives what reading it gives, in an object of its own', () => {
+test('utm: a query read before gives what reading it gives, in one frozen object shared by its events', () => {
   // utmOf remembers the queries it read; utmOfQuery reads one.
   const piece = fc.oneof(
     fc.constantFrom('utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content', 'utm_', 'UTM_source'),
