@@ -69,7 +69,8 @@ async function round(o: FeatureRun, runtime: string, store: string, index: numbe
     for (const variant of VARIANTS) wrk(servers[variant].url, { ...opts(variant), seconds: WARM_S }); // JIT, and the country database loaded
     const cpu = (variant: Variant) => cpuMs(servers[variant].child.pid!) ?? NaN;
     const first = { without: cpu('without'), with: cpu('with') };
-    const sum = { without: { requests: 0, errors: 0, seconds: 0, p50: [] as number[], p99: [] as number[] }, with: { requests: 0, errors: 0, seconds: 0, p50: [] as number[], p99: [] as number[] } };
+    const tally = () => ({ requests: 0, errors: 0, seconds: 0, p50: [] as number[], p99: [] as number[] });
+    const sum = { without: tally(), with: tally() };
     for (let b = 0; b < BURSTS; b++) {
       for (const variant of (b + index) % 2 ? (['with', 'without'] as const) : (['without', 'with'] as const)) {
         const w = wrk(servers[variant].url, { ...opts(variant), seconds: BURST_S });
