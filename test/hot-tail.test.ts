@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { HotTail, SegmentView } from '../lib/store/sqlite/hot-tail.ts';
-import { tailRow, type TailRow } from '../lib/store/sqlite/row.ts';
+import { ROW_FORMAT, tailRow, type TailRow } from '../lib/store/sqlite/row.ts';
 import { SCHEMA, SegmentDb, type TrackQuery } from '../lib/store/sqlite/segment.ts';
 import type { RowsQuery } from '../lib/store/sqlite/protocol.ts';
 import { loadSqlJs } from '../lib/store/sqlite/sqljs.ts';
@@ -23,12 +23,13 @@ const events: StoredEvent[] = Array.from({ length: 240 }, (_, i) => {
   const e = normalise(raw, { now: T0 + Math.floor(i / 4) * 60_000 - (i % 11 === 0 ? 3_600_000 : 0), owner: OWNERS[i % 3] });
   return i % 4 === 1 ? { ...e, projectId: String(1 + (i % 2)) } : e;
 });
-const rows: TailRow[] = events.map((e, i) => tailRow(e, 7, i + 1).tail);
+const rows: TailRow[] = events.map((e, i) => tailRow(e, 7, ROW_FORMAT, i + 1).tail);
 
 const { SQL } = await loadSqlJs();
 const dbWith = (part: TailRow[]) => {
-  const db = new SegmentDb(new SQL.Database());
-  db.db.exec(SCHEMA);
+  const sql = new SQL.Database();
+  sql.exec(SCHEMA);
+  const db = new SegmentDb(sql);
   db.insert(part);
   return db;
 };

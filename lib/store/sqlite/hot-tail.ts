@@ -90,7 +90,7 @@ export class SegmentView implements SegmentReader {
     const tail: SeqRows = { events: [], seqs: [] };
     const take = (r: TailRow) => {
       if (tail.events.length >= limit || !matches(r)) return;
-      tail.events.push(eventOfTail(r));
+      tail.events.push(eventOfTail(r, this.db.format));
       tail.seqs.push(r.seq);
     };
     if (q.order === 'newest') {
@@ -113,7 +113,7 @@ export class SegmentView implements SegmentReader {
     for (const r of this.pending) {
       if (out.events.length >= limit) break;
       if (!matches(r)) continue;
-      out.events.push(eventOfTail(r));
+      out.events.push(eventOfTail(r, this.db.format));
       out.seqs.push(r.seq);
     }
     return out;
@@ -123,7 +123,7 @@ export class SegmentView implements SegmentReader {
   track(q: TrackQuery, each: (r: TrackedRow) => boolean | void): void {
     if (!this.pending.length) return this.db.track(q, each);
     const { matches: match } = rowFilter(trackBounds(q));
-    const visit = (r: TailRow) => each(trackedOfTail(r)) !== false;
+    const visit = (r: TailRow) => each(trackedOfTail(r, this.db.format)) !== false;
     if (q.order === 'DESC') {
       for (let i = this.pending.length - 1; i >= 0; i--) if (match(this.pending[i]) && !visit(this.pending[i])) return;
       return this.db.track(q, each);

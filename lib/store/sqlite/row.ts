@@ -1,8 +1,10 @@
 // Event ⇄ row. The row's columns already hold most of a stored event, so `metadata` keeps only
 // what the columns cannot give back (appName, url, route, data, custom fields, and any field whose
 // value differs from its column): the full JSON of every event doubled the database, which sql.js
-// holds in memory and copies on every snapshot.
+// holds in memory and copies on every snapshot. A page load's campaign is given back by its URL
+// too: how a segment's rows keep it is the segment's row format (RowFormat).
 import type { StoredEvent } from '../../event.ts';
+import { utmOf } from '../../event-fields.ts';
 import { rollupRow, type RollupRow } from '../../rollup/hour.ts';
 import { withinDepth } from '../../shape.ts';
 
@@ -39,13 +41,47 @@ function core(v: ColValues | RowValues): Record<string, unknown> {
   };
 }
 
-/** The metadata JSON for an event whose columns are `cols` (metadata excluded). */
-export function metadataOf(e: StoredEvent, cols: ColValues): string {
+/**
+ * How a segment's rows keep an event's campaign (`utm`), recorded in the segment's `meta` table
+ * (segment.ts). 1: in metadata, as any other field. 2: metadata's `utm` is `true` where the
+ * campaign is the one the event's URL gives (every campaign this version reads at ingest), else
+ * `[value]`; the key keeps its place, so the event reads back in its key order. Format 2 spares each
+ * page load of a campaign ~60 characters that sqlite's ingest serialised, bound and held (BENCHMARKS.md,
+ * ingest cost of campaigns). A segment written before format 2 has no record and keeps format 1:
+ * its page loads stored without a campaign must not gain one from their URLs.
+ */
+export type RowFormat = 1 | 2;
+/** The format of the rows of every segment made from now on. */
+export const ROW_FORMAT: RowFormat = 2;
+
+/** The URL a stored event's campaign is read from, as normalise reads it. */
+const campaignUrl = (e: Record<string, unknown>) => {
+  const url = e.url ?? e.page_url;
+  return typeof url === 'string' ? url : null;
+};
+
+/** Whether `utm` is, key for key and in order, the campaign `derived` from the event's URL. */
+function isDerived(utm: unknown, derived: Record<string, string> | null): boolean {
+  if (derived === null || typeof utm !== 'object' || utm === null || Array.isArray(utm)) return false;
+  const keys = Object.keys(utm);
+  const want = Object.keys(derived);
+  if (keys.length !== want.length) return false;
+  for (let i = 0; i < keys.length; i++) {
+    if (keys[i] !== want[i] || (utm as Record<string, unknown>)[keys[i]] !== derived[keys[i]]) return false;
+  }
+  return true;
+}
+
+/** The metadata JSON, in `format`, for an event whose columns are `cols` (metadata excluded). */
+export function metadataOf(e: StoredEvent, cols: ColValues, format: RowFormat): string {
   const fromColumns = core(cols);
   const meta: Record<string, unknown> = {};
   for (const key of Object.keys(e)) {
     if (Object.hasOwn(fromColumns, key) && fromColumns[key] === e[key]) continue;
     meta[key] = e[key];
+  }
+  if (format === 2 && Object.hasOwn(meta, 'utm')) {
+    meta.utm = isDerived(meta.utm, utmOf(campaignUrl(e)) as Record<string, string> | null) ? true : [meta.utm];
   }
   return JSON.stringify(meta);
 }
@@ -55,7 +91,7 @@ export function metadataOf(e: StoredEvent, cols: ColValues): string {
  * MAX_DEPTH: it is read cut at that depth (lib/shape.ts), so that no read fails on it (the worker's
  * answers are structured clones, which refuse a few thousand levels).
  */
-export function eventFromRow(v: RowValues): StoredEvent {
+export function eventFromRow(v: RowValues, format: RowFormat): StoredEvent {
   const fromColumns = core(v);
   const meta = JSON.parse(v[11]) as Record<string, unknown>;
   const out: Record<string, unknown> = {};
@@ -64,6 +100,7 @@ export function eventFromRow(v: RowValues): StoredEvent {
     else if (Object.hasOwn(fromColumns, key)) out[key] = fromColumns[key];
   }
   for (const key of Object.keys(meta)) if (!Object.hasOwn(out, key)) out[key] = meta[key];
+  if (format === 2 && Object.hasOwn(out, 'utm')) out.utm = out.utm === true ? utmOf(campaignUrl(out)) : Array.isArray(out.utm) ? out.utm[0] : out.utm;
   return withinDepth(out as StoredEvent);
 }
 
@@ -79,9 +116,9 @@ export const TRACK_COLUMNS = `seq, ${ROW_COLUMNS}`;
 
 export interface TrackedRow { seq: number; owner: string; row: RollupRow; e: StoredEvent }
 
-/** A row of TRACK_COLUMNS as rollups and live windows take it. */
-export function rowFrom(v: unknown[]): TrackedRow {
-  const e = eventFromRow(v.slice(1) as RowValues);
+/** A row of TRACK_COLUMNS, of a segment in `format`, as rollups and live windows take it. */
+export function rowFrom(v: unknown[], format: RowFormat): TrackedRow {
+  const e = eventFromRow(v.slice(1) as RowValues, format);
   return { seq: v[0] as number, owner: ownerKey(e.user_id), row: rollupRow(e), e };
 }
 
@@ -100,19 +137,22 @@ export interface TailRow {
   projectId: string | undefined;
 }
 
-/** The row of a stored event, to be written to segment `segment` with `seq`, and its rollup row. */
-export function tailRow(e: StoredEvent, segment: number, seq: number): { tail: TailRow; row: RollupRow } {
+/**
+ * The row of a stored event, to be written to segment `segment` (whose rows are in `format`) with
+ * `seq`, and its rollup row.
+ */
+export function tailRow(e: StoredEvent, segment: number, format: RowFormat, seq: number): { tail: TailRow; row: RollupRow } {
   const receivedMs = Date.parse(e.receivedAt);
   const received = Number.isFinite(receivedMs) ? new Date(receivedMs).toISOString() : String(e.receivedAt);
   const cols: ColValues = [
     e.id, e.type, e.timestamp, received, ownerKey(e.user_id), e.sessionId || null, e.deployVersion ?? null,
     e.page_url ?? null, e.source ?? null, e.message ?? null, e.severity ?? null,
   ];
-  return { tail: { segment, seq, cols, metadata: metadataOf(e, cols), projectId: e.projectId }, row: rollupRow(e, receivedMs) };
+  return { tail: { segment, seq, cols, metadata: metadataOf(e, cols, format), projectId: e.projectId }, row: rollupRow(e, receivedMs) };
 }
 
-/** A TailRow read back as a segment's database reads its rows. */
-export const eventOfTail = (r: TailRow): StoredEvent => eventFromRow([...r.cols, r.metadata]);
+/** A TailRow of a segment in `format`, read back as its database reads its rows. */
+export const eventOfTail = (r: TailRow, format: RowFormat): StoredEvent => eventFromRow([...r.cols, r.metadata], format);
 
-/** A TailRow read back as SegmentDb.track reads a row (rowFrom). */
-export const trackedOfTail = (r: TailRow): TrackedRow => rowFrom([r.seq, ...r.cols, r.metadata]);
+/** A TailRow of a segment in `format`, read back as SegmentDb.track reads a row (rowFrom). */
+export const trackedOfTail = (r: TailRow, format: RowFormat): TrackedRow => rowFrom([r.seq, ...r.cols, r.metadata], format);

@@ -5,7 +5,7 @@
 import type { Database, Statement } from 'sql.js';
 import type { StoredEvent } from '../../event.ts';
 import { errorFilter, rowFilter } from './row-filter.ts';
-import { ROW_COLUMNS, TRACK_COLUMNS, eventFromRow, rowFrom, type RowValues, type TailRow, type TrackedRow } from './row.ts';
+import { ROW_COLUMNS, ROW_FORMAT, TRACK_COLUMNS, eventFromRow, rowFrom, type RowFormat, type RowValues, type TailRow, type TrackedRow } from './row.ts';
 import type { RowsQuery } from './protocol.ts';
 
 /**
@@ -16,7 +16,8 @@ import type { RowsQuery } from './protocol.ts';
  * the user's rows and checks the column, which a segment's bound on its events keeps short) and by
  * (user, received time), which the partial hours of every stats range read. The indexes by type and
  * version and the unique (user, id) index are dropped from databases that have them: start-up
- * keeps the snapshot's keys in a set to replay idempotently instead.
+ * keeps the snapshot's keys in a set to replay idempotently instead. A database without rows is
+ * given the current row format (row.ts: RowFormat); one with rows and no record keeps format 1.
  */
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (
@@ -46,7 +47,15 @@ CREATE TABLE IF NOT EXISTS users (
   last_seen_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta (key, value) SELECT 'rowFormat', ${ROW_FORMAT} WHERE NOT EXISTS (SELECT 1 FROM events);
 `;
+
+/** The row format a segment's database records (format 1 where it records none, or has no meta table). */
+function rowFormatOf(db: Database): RowFormat {
+  const hasMeta = db.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").length > 0;
+  const value = hasMeta ? db.exec("SELECT value FROM meta WHERE key = 'rowFormat'")[0]?.values[0][0] : undefined;
+  return value === 2 ? 2 : 1;
+}
 
 /** Rows of one owner for SegmentDb.track. */
 export interface TrackQuery {
@@ -88,8 +97,12 @@ const INSERT = `INSERT INTO events (seq, id, type, timestamp, source, session_id
 
 export class SegmentDb implements SegmentReader {
   private stmts = new Map<string, Statement>();
+  /** How this segment's rows keep campaigns; its rows still in the tail are in it too. */
+  readonly format: RowFormat;
 
-  constructor(readonly db: Database) {}
+  constructor(readonly db: Database) {
+    this.format = rowFormatOf(db);
+  }
 
   /** Writes rows (hot-tail.ts) in one transaction. */
   insert(rows: readonly TailRow[]): void {
@@ -151,7 +164,7 @@ export class SegmentDb implements SegmentReader {
       while (s.step()) {
         const v = s.get();
         out.seqs.push(v[0] as number);
-        out.events.push(eventFromRow(v.slice(1) as RowValues));
+        out.events.push(eventFromRow(v.slice(1) as RowValues, this.format));
       }
     } finally {
       s.reset();
@@ -171,7 +184,7 @@ export class SegmentDb implements SegmentReader {
     const s = this.statement(`SELECT ${TRACK_COLUMNS} FROM events INDEXED BY ${index} WHERE ${where} ORDER BY seq ${q.order}`);
     s.bind(params);
     try {
-      while (s.step()) if (each(rowFrom(s.get())) === false) break;
+      while (s.step()) if (each(rowFrom(s.get(), this.format)) === false) break;
     } finally {
       s.reset();
     }
@@ -183,7 +196,7 @@ export class SegmentDb implements SegmentReader {
       : `SELECT ${TRACK_COLUMNS} FROM events WHERE seq >= ? AND seq < ? AND json_extract(metadata, '$.projectId') IS NOT NULL ORDER BY seq`);
     s.bind([fromSeq, endSeq]);
     try {
-      while (s.step()) each(rowFrom(s.get()));
+      while (s.step()) each(rowFrom(s.get(), this.format));
     } finally {
       s.reset();
     }

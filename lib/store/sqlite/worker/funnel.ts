@@ -126,7 +126,7 @@ export async function* funnelJob(s: WorkerState, indexes: FunnelIndexes, q: Funn
         if (s.tail.size) {
           for (const row of s.tail.of(id)) {
             if (!filter.matches(row) || !types.includes(row.cols[1]) || !row.cols[5]) continue;
-            counter.add(row.cols[5], Date.parse(row.cols[3]), matchFields(funnelFields(eventOfTail(row))));
+            counter.add(row.cols[5], Date.parse(row.cols[3]), matchFields(funnelFields(eventOfTail(row, db.format))));
           }
         }
         return false;

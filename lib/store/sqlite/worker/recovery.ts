@@ -208,7 +208,7 @@ function derive(engine: Engine, manifests: Manifest[], windowsCutoff: number): v
   const all = hot.db.prepare(`SELECT ${TRACK_COLUMNS} FROM events ORDER BY seq`);
   try {
     while (all.step()) {
-      const { seq, owner, row, e } = rowFrom(all.get());
+      const { seq, owner, row, e } = rowFrom(all.get(), hot.format);
       writes.startSeen.add(owner + '\n' + e.id);
       engine.state.noteReceived(row.receivedMs);
       writes.count(seq, owner, row, e);

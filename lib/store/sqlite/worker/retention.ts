@@ -87,7 +87,7 @@ export class Retention {
     oldest.bind([Math.min(limit, PRUNE_BATCH)]);
     try {
       while (oldest.step()) {
-        const r = rowFrom(oldest.get());
+        const r = rowFrom(oldest.get(), s.hot.format);
         if (!old(r.row.receivedMs)) break;
         rows.push(r);
       }

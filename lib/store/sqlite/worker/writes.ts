@@ -60,7 +60,7 @@ export class HotWrites {
         if (seen.has(key)) continue;
         seen.add(key);
       }
-      const { tail, row } = tailRow(e, s.hotId, ++s.maxSeq);
+      const { tail, row } = tailRow(e, s.hotId, s.hot.format, ++s.maxSeq);
       s.tail.push(tail);
       s.hotCount++;
       s.noteReceived(row.receivedMs);
