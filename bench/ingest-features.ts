@@ -7,10 +7,12 @@
 // (analyticsPayloads). Both take every request with an X-Forwarded-For of a public address, one
 // of CLIENT_ADDRESSES in turn; only `with` trusts it, so only there is a country looked up. Both
 // own what they take (DEFAULT_INGEST_OWNER_USER_ID), as a deployment's keyed events are owned:
-// only owned events are counted in rollups, where properties are read.
+// only owned events are counted in rollups, where properties are read. Node's servers are started
+// as `npm start` starts them (its environment and V8 flags; Deno's get the same flags), since how
+// V8 collects decides much of what the larger events cost.
 import { writeFileSync } from 'node:fs';
-import { DENO, machine, median, spread, start, wrk, writeSection, type Child, type WrkResult } from './lib.ts';
-import { cpuMs } from './proc.ts';
+import { DENO, machine, median, npmStart, spread, start, wrk, writeSection, type Child, type WrkResult } from './lib.ts';
+import { cpuMs, rssOf } from './proc.ts';
 import { analyticsPayloads, CLIENT_ADDRESSES } from './payloads.ts';
 
 export interface FeatureRun { rounds: number; connections: number; runtimes: string[]; stores: string[]; tmp: string }
@@ -48,7 +50,8 @@ async function check(server: Child, variant: Variant, body: string): Promise<voi
   if (found !== (variant === 'with')) throw new Error(`${variant}: the server stored utm ${JSON.stringify(e.utm)}, country ${JSON.stringify(e.client?.country)}`);
 }
 
-type Figures = WrkResult & { cpuUs: number };
+type Figures = WrkResult & { cpuUs: number; rssMiB: number };
+const AS_STARTED = npmStart();
 
 /**
  * One round of one store: both servers started fresh and kept up together; after a warm-up each,
@@ -59,10 +62,13 @@ async function round(o: FeatureRun, runtime: string, store: string, index: numbe
   const servers = {} as Record<Variant, Child>;
   try {
     for (const variant of VARIANTS) {
-      const env = { SERVICE_STORAGE: store, SERVICE_RATE_LIMIT: '0', DEFAULT_INGEST_OWNER_USER_ID: 'bench-owner', SERVICE_P1_DB: `${o.tmp}/${runtime}-${store}-${variant}-${index}.sqlite`, ...SERVER_ENV[variant] };
+      const env = {
+        ...AS_STARTED.env, SERVICE_STORAGE: store, SERVICE_RATE_LIMIT: '0', DEFAULT_INGEST_OWNER_USER_ID: 'bench-owner',
+        SERVICE_P1_DB: `${o.tmp}/${runtime}-${store}-${variant}-${index}.sqlite`, ...SERVER_ENV[variant],
+      };
       servers[variant] = await (runtime === 'node'
-        ? start(process.execPath, ['--import', 'tsx', 'server.ts'], env)
-        : start(DENO, ['run', '--allow-all', 'server.ts'], env));
+        ? start(process.execPath, [...AS_STARTED.flags, '--import', 'tsx', 'server.ts'], env)
+        : start(DENO, ['run', '--allow-all', `--v8-flags=${AS_STARTED.flags.join(',')}`, 'server.ts'], env));
       await check(servers[variant], variant, analyticsPayloads[variant]);
     }
     const opts = (variant: Variant) => ({ connections: o.connections, bodyFile: `${o.tmp}/batch20-${variant}.json`, path: '/api/events', forwardedFor: CLIENT_ADDRESSES });
@@ -86,7 +92,10 @@ async function round(o: FeatureRun, runtime: string, store: string, index: numbe
     const out = {} as Record<Variant, Figures>;
     for (const variant of VARIANTS) {
       const s = sum[variant];
-      out[variant] = { requests: s.requests, errors: s.errors, rps: s.requests / s.seconds, p50: median(s.p50), p99: median(s.p99), cpuUs: ((cpu(variant) - first[variant]) * 1000) / s.requests };
+      out[variant] = {
+        requests: s.requests, errors: s.errors, rps: s.requests / s.seconds, p50: median(s.p50), p99: median(s.p99),
+        cpuUs: ((cpu(variant) - first[variant]) * 1000) / s.requests, rssMiB: rssOf(servers[variant].child.pid!).rss,
+      };
     }
     return out;
   } finally {
@@ -106,7 +115,7 @@ export async function compareFeatures(o: FeatureRun): Promise<void> {
           const r = figures[variant];
           const key = `${store} ${variant}`;
           results.set(key, [...(results.get(key) ?? []), r]);
-          console.log(`${runtime} batch20 ${store} ${variant} round ${index + 1}: ${r.rps.toFixed(0)} req/s p50 ${r.p50} ms p99 ${r.p99} ms errors ${r.errors} cpu ${r.cpuUs.toFixed(1)} µs/req`);
+          console.log(`${runtime} batch20 ${store} ${variant} round ${index + 1}: ${r.rps.toFixed(0)} req/s p50 ${r.p50} ms p99 ${r.p99} ms errors ${r.errors} cpu ${r.cpuUs.toFixed(1)} µs/req rss ${r.rssMiB.toFixed(0)} MiB`);
         }
       }
     }
@@ -119,7 +128,7 @@ export async function compareFeatures(o: FeatureRun): Promise<void> {
       const added = on.map((r, i) => r.cpuUs - off[i].cpuUs);
       const errors = [...off, ...on].reduce((a, r) => a + r.errors, 0);
       rows.push(
-        `| ${runtime} | ${store} | ${spread(off.map((r) => r.rps))} | ${spread(on.map((r) => r.rps))} | ${spread(off.map((r) => r.cpuUs))} | ${spread(on.map((r) => r.cpuUs))} | ${spread(added)} | ${spread(cpuRatio, 3)} | ${(median(on.map((r) => r.cpuUs)) / median(off.map((r) => r.cpuUs))).toFixed(3)} | ${spread(rpsRatio, 3)} | ${errors} |`,
+        `| ${runtime} | ${store} | ${spread(off.map((r) => r.rps))} | ${spread(on.map((r) => r.rps))} | ${spread(off.map((r) => r.cpuUs))} | ${spread(on.map((r) => r.cpuUs))} | ${spread(added)} | ${spread(cpuRatio, 3)} | ${(median(on.map((r) => r.cpuUs)) / median(off.map((r) => r.cpuUs))).toFixed(3)} | ${spread(rpsRatio, 3)} | ${spread(off.map((r) => r.rssMiB))} | ${spread(on.map((r) => r.rssMiB))} | ${errors} |`,
       );
     }
   }
@@ -133,10 +142,10 @@ export function writeFeatureSection(o: Omit<FeatureRun, 'tmp'>, rows: string[]):
     'ingest-analytics',
     `## Ingest cost of campaigns, countries and properties
 
-\`BENCH_ANALYTICS=1 npm run bench:ingest\` (BENCH_RUNTIMES=${o.runtimes.join(',')}, BENCH_STORES=${o.stores.join(',')}) — batches of 20 events, wrk (1 thread, ${o.connections} connections, keep-alive), ${o.rounds} rounds; in each round, for each store, two servers are started fresh and kept up together, warmed up ${WARM_S} s each, then take ${BURSTS} turns of ${BURST_S} s each (which goes first alternates), and each is charged its CPU from its first turn to ${SETTLE_MS / 1000} s after the last, over the requests of its turns: **without** (SERVICE_GEO=off; no \`utm_\` in the page URLs, custom events' values one level down in \`data\`, so no properties) and **with** (countries on, SERVICE_TRUST_PROXY=true; every page URL with a campaign query, encoded values and a repeated key among them, and custom events with five properties). Same events, types and body size (30 bytes apart); every request carries an X-Forwarded-For of one of 16 public IPv4 and IPv6 addresses in turn; events are owned (DEFAULT_INGEST_OWNER_USER_ID), so the stores count them in rollups. Server CPU is user + system time of the server process per request, from /proc. Target (issue 37): with ÷ without ≤ 1.05 in server CPU per request. ${machine()}.
+\`BENCH_ANALYTICS=1 npm run bench:ingest\` (BENCH_RUNTIMES=${o.runtimes.join(',')}, BENCH_STORES=${o.stores.join(',')}) — batches of 20 events, wrk (1 thread, ${o.connections} connections, keep-alive), ${o.rounds} rounds; in each round, for each store, two servers are started fresh and kept up together, warmed up ${WARM_S} s each, then take ${BURSTS} turns of ${BURST_S} s each (which goes first alternates), and each is charged its CPU from its first turn to ${SETTLE_MS / 1000} s after the last, over the requests of its turns: **without** (SERVICE_GEO=off; no \`utm_\` in the page URLs, custom events' values one level down in \`data\`, so no properties) and **with** (countries on, SERVICE_TRUST_PROXY=true; every page URL with a campaign query, encoded values and a repeated key among them, and custom events with five properties). Same events, types and body size (30 bytes apart); every request carries an X-Forwarded-For of one of 16 public IPv4 and IPv6 addresses in turn; events are owned (DEFAULT_INGEST_OWNER_USER_ID), so the stores count them in rollups. Servers run as \`npm start\` starts them (Node: \`${[...Object.entries(AS_STARTED.env).map(([k, v]) => `${k}=${v}`), ...AS_STARTED.flags].join(' ')}\`; Deno: the same V8 flags). Server CPU is user + system time of the server process per request, from /proc; RSS is the server's after its last turn. Target (issue 37): with ÷ without ≤ 1.05 in server CPU per request. ${machine()}.
 
-| runtime | store | requests/s without | requests/s with | CPU µs/request without | CPU µs/request with | CPU added µs/request (per round) | CPU with ÷ without (per round) | CPU with ÷ without (medians) | throughput with ÷ without (per round) | errors |
-|---|---|---|---|---|---|---|---|---|---|---|
+| runtime | store | requests/s without | requests/s with | CPU µs/request without | CPU µs/request with | CPU added µs/request (per round) | CPU with ÷ without (per round) | CPU with ÷ without (medians) | throughput with ÷ without (per round) | RSS MiB without | RSS MiB with | errors |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}`,
   );
 }
