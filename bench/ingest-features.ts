@@ -68,7 +68,7 @@ async function round(o: FeatureRun, runtime: string, store: string, index: numbe
       };
       servers[variant] = await (runtime === 'node'
         ? start(process.execPath, [...AS_STARTED.flags, '--import', 'tsx', 'server.ts'], env)
-        : start(DENO, ['run', '--allow-all', `--v8-flags=${AS_STARTED.flags.join(',')}`, 'server.ts'], env));
+        : start(DENO, ['run', '--allow-all', ...(AS_STARTED.flags.length ? [`--v8-flags=${AS_STARTED.flags.join(',')}`] : []), 'server.ts'], env));
       await check(servers[variant], variant, analyticsPayloads[variant]);
     }
     const opts = (variant: Variant) => ({ connections: o.connections, bodyFile: `${o.tmp}/batch20-${variant}.json`, path: '/api/events', forwardedFor: CLIENT_ADDRESSES });
