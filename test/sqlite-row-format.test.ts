@@ -2,13 +2,15 @@
 // every event reads back as it was stored, key order included, in either format; a segment made
 // before format 2 keeps format 1, so that its page loads stored without a campaign do not gain one
 // from their URLs, in its database, in its tail, after a seal and after a restart.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { normalise, type RawEvent, type StoredEvent } from '../lib/event.ts';
 import { computeStats } from '../lib/stats.ts';
+import { nodeFs } from '../lib/store/fs.ts';
+import { readSegment } from '../lib/store/sqlite/manifest.ts';
 import { eventOfTail, ROW_FORMAT, tailRow, type RowFormat } from '../lib/store/sqlite/row.ts';
 import { SCHEMA, SegmentDb } from '../lib/store/sqlite/segment.ts';
 import { loadSqlJs } from '../lib/store/sqlite/sqljs.ts';
@@ -153,6 +155,16 @@ test('a store whose hot segment predates format 2 reads it as format 1, seals it
   } finally {
     await store.close();
   }
+  // On disk: the sealed segment as the old version's rows left it, the hot one in format 2.
+  const ids = readdirSync(dir).map((f) => /\.seg-(\d+)\.manifest$/.exec(f)?.[1]).filter((id) => id !== undefined).map(Number);
+  const sealedDb = new SegmentDb(new SQL.Database(await readSegment(nodeFs, path, Math.min(...ids))));
+  assert.is(sealedDb.format, 1);
+  const campaignRows = (db: SegmentDb) => db.db.exec(`SELECT COUNT(*) FROM events WHERE metadata LIKE '%"utm":{%'`)[0].values[0][0];
+  assert.ok((campaignRows(sealedDb) as number) > 0, 'the sealed segment keeps its campaigns in full');
+  const hot = new SegmentDb(new SQL.Database(new Uint8Array(readFileSync(path))));
+  assert.is(hot.format, 2);
+  assert.is(campaignRows(hot), 0, 'the hot segment keeps no campaign its URL gives');
+  assert.ok((hot.db.exec(`SELECT COUNT(*) FROM events WHERE metadata LIKE '%"utm":true%'`)[0].values[0][0] as number) > 0);
 });
 
 test.run();
