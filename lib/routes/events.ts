@@ -19,6 +19,25 @@ export const beacon = (request: Request, ctx: Context, info?: ServeInfo) => rece
 const BOT_ANSWER = '{"accepted":0,"rejected":0,"bot":true}';
 
 async function receive(request: Request, ctx: Context, info: ServeInfo | undefined, echo: boolean): Promise<JsonReply> {
+  const batch = await accept(request, ctx, info);
+  if (batch === null) return jsonText(BOT_ANSWER, 202);
+  const { events, rejected } = batch;
+  // Each event is serialised once, for the answer and for a store that journals JSON.
+  const texts = echo ? events.map((e) => JSON.stringify(e)) : undefined;
+  const stored = events.length ? await ctx.store.insert(events, texts) : [];
+  announceStored(ctx, stored);
+  const counts = `{"accepted":${events.length},"rejected":${rejected}`;
+  // An event whose campaign alone is not ASCII is answered in ASCII (wideCampaign).
+  return jsonText(texts ? `${counts},"events":[${texts.map((t, i) => (wideCampaign(events[i].utm) ? asciiJson(t) : t)).join(',')}]}` : counts + '}');
+}
+
+/**
+ * Reads, checks and normalises a request's events; null for a crawler's request, dropped unread.
+ * A function of its own so that the parsed body dies with it: an async function keeps every local
+ * alive across its awaits, and the store's wait for the journal outlives a young-generation
+ * collection, so the raw events would be copied and promoted with the normalised ones.
+ */
+async function accept(request: Request, ctx: Context, info: ServeInfo | undefined): Promise<{ events: StoredEvent[]; rejected: number } | null> {
   const address = clientAddress(ctx, request, info);
   const wait = ctx.limiter.take(address, ctx.now());
   if (wait) throw new HttpError(429, 'rate_limited', 'Too many requests; retry later', { 'retry-after': String(wait) });
@@ -31,7 +50,7 @@ async function receive(request: Request, ctx: Context, info: ServeInfo | undefin
     // Answered as a success, so crawlers and SDKs do not retry, before the body is even read; the
     // answer says why nothing was stored, for a person trying the endpoint with curl (README "Bots").
     ctx.botsDropped++;
-    return jsonText(BOT_ANSWER, 202);
+    return null;
   }
   checkContentType(request);
   // The country of the address, never the address itself (README "Countries").
@@ -60,13 +79,7 @@ async function receive(request: Request, ctx: Context, info: ServeInfo | undefin
     if (keyed && owner === projectOwner) event.projectId = keyed.project.id;
     return event;
   });
-  // Each event is serialised once, for the answer and for a store that journals JSON.
-  const texts = echo ? events.map((e) => JSON.stringify(e)) : undefined;
-  const stored = events.length ? await ctx.store.insert(events, texts) : [];
-  announceStored(ctx, stored);
-  const counts = `{"accepted":${events.length},"rejected":${rejected}`;
-  // An event whose campaign alone is not ASCII is answered in ASCII (wideCampaign).
-  return jsonText(texts ? `${counts},"events":[${texts.map((t, i) => (wideCampaign(events[i].utm) ? asciiJson(t) : t)).join(',')}]}` : counts + '}');
+  return { events, rejected };
 }
 
 export async function listEvents(request: Request, ctx: Context): Promise<JsonReply> {
