@@ -7,9 +7,11 @@
 // fixed schedule (open-loop.ts), for the latency a client sees when the service is not saturated
 // (after a saturated warm-up and 2 s at that rate to settle).
 // BENCH_ANALYTICS=1: instead, what campaigns (UTM), countries and custom event properties cost
-// batch ingest: each store's server without them and with them, up together and taking turns in
-// short bursts (bench/ingest-features.ts, BENCH_BURSTS, BENCH_BURST_SECONDS; figures to their own
-// section of BENCHMARKS.md, "ingest-analytics").
+// batch ingest: each store's server without them and two with them (a campaign on every page load,
+// or on the landing page load only), up together and taking turns in short bursts
+// (bench/ingest-features.ts, BENCH_BURSTS, BENCH_BURST_SECONDS; figures to their own section of
+// BENCHMARKS.md, "ingest-analytics"); with BENCH_LOAD=half at half the saturated rate, on a fixed
+// schedule ("ingest-analytics-half-load").
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -9,7 +9,8 @@ const BROWSER = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (K
 
 export interface OpenLoopResult { sent: number; errors: number; p50: number; p99: number; max: number }
 
-export async function openLoop(url: string, path: string, body: string, ratePerSecond: number, seconds: number): Promise<OpenLoopResult> {
+/** `forwardedFor`: each request carries the next of these addresses as X-Forwarded-For, in turn (as bench/post.lua). */
+export async function openLoop(url: string, path: string, body: string, ratePerSecond: number, seconds: number, forwardedFor: string[] = []): Promise<OpenLoopResult> {
   const target = new URL(path, url);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const payload = Buffer.from(body);
@@ -19,9 +20,11 @@ export async function openLoop(url: string, path: string, body: string, ratePerS
   const interval = 1000 / ratePerSecond;
   const t0 = performance.now();
   const inFlight: Promise<void>[] = [];
-  const send = (due: number) =>
+  const send = (due: number, i: number) =>
     new Promise<void>((resolve) => {
-      const req = request(target, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': payload.length, 'user-agent': BROWSER } }, (res) => {
+      const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': payload.length, 'user-agent': BROWSER };
+      if (forwardedFor.length) headers['x-forwarded-for'] = forwardedFor[i % forwardedFor.length];
+      const req = request(target, { method: 'POST', agent, headers }, (res) => {
         res.resume();
         res.on('end', () => {
           if (res.statusCode !== 200) errors++;
@@ -38,7 +41,7 @@ export async function openLoop(url: string, path: string, body: string, ratePerS
   for (let i = 0; i < total; ) {
     const now = performance.now();
     // Everything due by now goes out, so a stalled timer does not lower the rate.
-    for (; i < total && t0 + i * interval <= now; i++) inFlight.push(send(t0 + i * interval));
+    for (; i < total && t0 + i * interval <= now; i++) inFlight.push(send(t0 + i * interval, i));
     await new Promise((r) => setTimeout(r, 1));
   }
   await Promise.all(inFlight);

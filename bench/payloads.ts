@@ -45,18 +45,21 @@ const CAMPAIGNS = [
 ];
 
 /**
- * BENCH_ANALYTICS=1 (bench/ingest.ts, bench/ingest-cost.ts): the batch of 20 twice, of the same
- * size (30 bytes apart), with and without what ingest reads for campaigns and custom event properties.
- * `with`: every page URL carries a campaign query, and custom events five properties. `without`:
- * the same queries with `ref_` for `utm_` (no `utm_` in the URL: no campaign), and the same five
- * values one level down in `data` (an object value is no property: nothing counted). So both
- * bodies cost the same to parse, store and answer with, and their difference is what reading
- * campaigns and properties adds. Every URL carrying a campaign is the worst case of a batch: a
- * landing page's own events carry it, the pages after it most often not.
+ * BENCH_ANALYTICS=1 (bench/ingest.ts, bench/ingest-cost.ts): the batch of 20, of the same size
+ * (30 bytes apart), with and without what ingest reads for campaigns and custom event properties.
+ * `without`: the campaign queries with `ref_` for `utm_` (no `utm_` in the URL: no campaign), and
+ * the same five values one level down in `data` (an object value is no property: nothing counted).
+ * `with`: every page URL carries a campaign query, and custom events five properties: the worst
+ * case of a batch. `landing`: as a site's batches carry campaigns, on the landing page load only
+ * (the first of the batch's five; the SDK sends a session's events together, and the pages after
+ * a campaign's landing page carry none), with the same properties. So the bodies cost the same to
+ * parse, store and answer with, and their difference is what reading campaigns and properties adds.
  */
+const ref = (i: number) => CAMPAIGNS[i % CAMPAIGNS.length].replaceAll('utm_', 'ref_');
 export const analyticsPayloads = {
-  without: batch({ query: (i) => CAMPAIGNS[i % CAMPAIGNS.length].replaceAll('utm_', 'ref_'), customData: (i) => ({ p: properties(i) }) }),
+  without: batch({ query: ref, customData: (i) => ({ p: properties(i) }) }),
   with: batch({ query: (i) => CAMPAIGNS[i % CAMPAIGNS.length], customData: properties }),
+  landing: batch({ query: (i) => (i === 0 ? CAMPAIGNS[0] : ref(i)), customData: properties }),
 };
 
 /**
