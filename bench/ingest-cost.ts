@@ -18,12 +18,11 @@ import { countryLookup, countryOfAddress } from '../lib/geo.ts';
 import { propertiesOf } from '../lib/properties.ts';
 import { HourRollup, hourOf, rollupRow } from '../lib/rollup/hour.ts';
 import { createHandler } from '../lib/handler.ts';
-import { analyticsPayloads, CLIENT_ADDRESSES, payloads } from './payloads.ts';
+import { analyticsPayloads, BROWSER, CLIENT_ADDRESSES, ingestRequest, payloads } from './payloads.ts';
 
 declare const Deno: { args: string[] } | undefined;
 const isDeno = typeof Deno !== 'undefined';
 // What bench/post.lua sends: a desktop Chrome.
-const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
 /** µs per call: median of 5 rounds, after a warm-up. */
 async function cost(fn: () => unknown, calls: number): Promise<number> {
@@ -68,8 +67,8 @@ async function measure(): Promise<Record<string, Record<string, number>>> {
     out[name] = {
       'JSON.parse of the body (all the baseline does)': per(await cost(() => JSON.parse(text), calls)),
       // Once per request, whatever the batch size: the cache's hit, and what a user agent not seen lately costs.
-      'browser, OS and device from the User-Agent (once per request; a cache hit)': per(await cost(() => clientInfo(CHROME), calls)),
-      'the same, a user agent not in the cache (parsed)': per(await cost(() => parseClientInfo(CHROME), Math.min(calls, 20_000))),
+      'browser, OS and device from the User-Agent (once per request; a cache hit)': per(await cost(() => clientInfo(BROWSER), calls)),
+      'the same, a user agent not in the cache (parsed)': per(await cost(() => parseClientInfo(BROWSER), Math.min(calls, 20_000))),
       'envelope check': per(await cost(() => validateEvents(items, text.length), calls)),
       'normalise (ids, timestamps, the stored shape)': per(await cost(() => valid.map(norm), calls)),
       'memory store insert (dedupe by owner and id)': per(await costOfEach(Array.from({ length: calls * 2 }, () => valid.map(norm)), (batch) => store.insert(batch))),
@@ -99,10 +98,7 @@ async function measureHandlers(kind: 'memory' | 'sqlite'): Promise<Record<string
   const variants = { without: handler(false), with: handler(true) };
   let n = 0;
   const send = async (variant: 'with' | 'without') => {
-    const res = await variants[variant](new Request('http://bench/api/events', {
-      method: 'POST', body: analyticsPayloads[variant],
-      headers: { 'content-type': 'application/json', 'user-agent': CHROME, 'x-forwarded-for': CLIENT_ADDRESSES[n++ % CLIENT_ADDRESSES.length] },
-    }));
+    const res = await variants[variant](ingestRequest(analyticsPayloads[variant], CLIENT_ADDRESSES[n++ % CLIENT_ADDRESSES.length]));
     if (res.status !== 200) throw new Error(`${variant}: ${res.status} ${await res.text()}`);
   };
   const [block, inFlight, blocks] = kind === 'memory' ? [100, 1, 50] : [400, 32, 30];
@@ -135,7 +131,7 @@ async function measureAnalytics(): Promise<Record<string, number>> {
   const calls = 10_000;
   const now = Date.now();
   const receivedAt = new Date(now).toISOString();
-  const client = clientInfo(CHROME);
+  const client = clientInfo(BROWSER);
   const raws = (text: string) => validateEvents(batchItems(JSON.parse(text)), text.length).valid;
   const norm = (raw: RawEvent) => normalise(raw, { now, receivedAt, owner: 'bench-user' });
   const [withRaw, withoutRaw] = [raws(analyticsPayloads.with), raws(analyticsPayloads.without)];

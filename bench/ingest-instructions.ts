@@ -19,11 +19,10 @@ import { createHandler } from '../lib/handler.ts';
 import { createMemoryStore } from '../lib/store/memory.ts';
 import { openSqliteStore } from '../lib/store/sqlite/store.ts';
 import { machine, median, npmStart, spread, writeSection } from './lib.ts';
-import { analyticsPayloads, CLIENT_ADDRESSES } from './payloads.ts';
+import { analyticsPayloads, CLIENT_ADDRESSES, ingestRequest } from './payloads.ts';
 
 type Body = keyof typeof analyticsPayloads;
 const BODIES: Body[] = ['without', 'with', 'landing'];
-const CHROME = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
 /** The child: `n` requests of `body` through the handler on a fresh `store`, countries on for every body but `without`. */
 async function child(body: Body, store: string, n: number): Promise<void> {
@@ -36,10 +35,7 @@ async function child(body: Body, store: string, n: number): Promise<void> {
     await Promise.all(Array.from({ length: 32 }, async () => {
       while (sent < n) {
         const address = CLIENT_ADDRESSES[sent++ % CLIENT_ADDRESSES.length];
-        const res = await handler(new Request('http://bench/api/events', {
-          method: 'POST', body: analyticsPayloads[body],
-          headers: { 'content-type': 'application/json', 'user-agent': CHROME, 'x-forwarded-for': address },
-        }));
+        const res = await handler(ingestRequest(analyticsPayloads[body], address));
         if (res.status !== 200) throw new Error(`${body}: ${res.status} ${await res.text()}`);
         await res.text();
       }

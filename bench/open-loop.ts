@@ -3,9 +3,7 @@
 // delays the requests behind it and its latency is counted once, not for every request it held up;
 // here each request's latency counts from when it was due.
 import { request, Agent } from 'node:http';
-
-/** As bench/post.lua: ingest reads the User-Agent, and drops requests that carry none as a bot's. */
-const BROWSER = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+import { BROWSER } from './payloads.ts';
 
 export interface OpenLoopResult { sent: number; errors: number; p50: number; p99: number; max: number }
 

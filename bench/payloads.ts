@@ -3,6 +3,15 @@
 // rollups of their own (lib/environment-scopes.ts), to measure what that costs ingest.
 const environments = typeof process !== 'undefined' && process.env.BENCH_ENVIRONMENTS === '1';
 
+/** A desktop Chrome's User-Agent (bench/post.lua sends the same): ingest reads browser, OS and device from it, and drops a request without one as a bot's. */
+export const BROWSER = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+
+/** A POST /api/events request of `body` for a handler, as a desktop Chrome behind a proxy at `forwardedFor` sends it. */
+export const ingestRequest = (body: string, forwardedFor: string): Request =>
+  new Request('http://bench/api/events', {
+    method: 'POST', body, headers: { 'content-type': 'application/json', 'user-agent': BROWSER, 'x-forwarded-for': forwardedFor },
+  });
+
 /** What a batch's events carry beside their fixed fields: a query on each page URL, and a custom event's `data`. */
 interface Extras { query: (i: number) => string; customData: (i: number) => Record<string, unknown> }
 

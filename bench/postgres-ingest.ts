@@ -16,13 +16,13 @@ import { createHandler } from '../lib/handler.ts';
 import type { openPostgresStore } from '../lib/store/postgres/store.ts';
 import { ADMIN_URL, createTestDatabase, databaseUrl, type TestDatabase } from '../test/helpers/postgres.ts';
 import { median, ROOT } from './lib.ts';
+import { BROWSER } from './payloads.ts';
 
 const BASELINE_COMMIT = process.env.BENCH_BASELINE_COMMIT ?? 'HEAD';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 const CONCURRENCY = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const LOADED = process.env.BENCH_DATABASE;
-const BROWSER = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
 // The batch of bench/postgres.ts; with BENCH_ENVIRONMENTS=1 its events carry four environment names
 // (as bench/payloads.ts), counted in scopes of their own (lib/environment-scopes.ts).

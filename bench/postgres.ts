@@ -27,6 +27,7 @@ import { openPostgresStore } from '../lib/store/postgres/store.ts';
 import type { Store } from '../lib/store/types.ts';
 import { createTestDatabase, type TestDatabase } from '../test/helpers/postgres.ts';
 import { eventData, machine, median, parseWrk, ROOT, start, wrkArgs, wrkEnv, writeSection } from './lib.ts';
+import { BROWSER } from './payloads.ts';
 
 const TOTAL = Number(process.env.BENCH_EVENTS ?? 10_000_000);
 const DAYS = Number(process.env.BENCH_DAYS ?? 90);
@@ -197,9 +198,6 @@ async function ingest(db: TestDatabase, bodyFile: string, cwd = ROOT) {
     await server.stop();
   }
 }
-
-/** A browser's user agent, as bench/post.lua sends: fetch's own ('node') is a bot's, answered 202 unstored. */
-const BROWSER = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
 
 /**
  * Open loop through HTTP: one batch of 20 due every 10 ms for 8 s; 3 s in, if `drop`, retention
